@@ -1,0 +1,79 @@
+"""The storage seam: everything below it holds indexes, nothing above imports them.
+
+The engine talks to a :class:`Backend`; the local backend is whoosh + FAISS on disk,
+the Milvus backend one Milvus collection. Each returns ranked passage ids with scores
+and resolves them to passages and article metadata.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..types import Article, Passage
+
+
+@dataclass
+class DocRecord:
+    """What the index keeps about one live document, besides its text."""
+
+    id: str
+    title: str
+    source: str = ""
+    url: str | None = None
+    published: str | None = None
+    path: str | None = None
+    content_hash: str = ""
+    added: str = ""
+    passages: int = 0
+    duplicate_of: str | None = None  # id of the first-seen copy of a near-duplicate story
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {
+            "id": self.id,
+            "title": self.title,
+            "source": self.source,
+            "url": self.url,
+            "published": self.published,
+            "path": self.path,
+            "content_hash": self.content_hash,
+            "added": self.added,
+            "passages": self.passages,
+            "duplicate_of": self.duplicate_of,
+        }
+        d.update(self.extra)
+        return d
+
+
+@dataclass
+class WriteBatch:
+    """One atomic change: documents to add or replace (with passages and vectors), ids to remove."""
+
+    articles: list[Article] = field(default_factory=list)
+    passages: list[list[Passage]] = field(default_factory=list)  # per article
+    vectors: list[np.ndarray] = field(default_factory=list)  # per article, float32 [n, dim]
+    duplicate_of: list[str | None] = field(default_factory=list)  # per article
+    remove: list[str] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)  # paths to record for `reindex`
+    reset: bool = False  # drop every existing document first (a full rebuild)
+
+
+class Backend(Protocol):
+    """The operations the engine needs from an index store."""
+
+    def refresh(self) -> bool: ...
+    def write(self, batch: WriteBatch) -> None: ...
+    def lexical(self, terms: Sequence[str], k: int) -> list[tuple[str, float]]: ...
+    def dense(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]: ...
+    def passage(self, pid: str) -> Passage | None: ...
+    def article(self, doc_id: str) -> Article | None: ...
+    def doc(self, doc_id: str) -> DocRecord | None: ...
+    def docs(self) -> list[DocRecord]: ...
+    def passages_of(self, doc_id: str) -> list[Passage]: ...
+    def stats(self) -> dict[str, Any]: ...
+    def manifest(self) -> dict[str, Any]: ...
+    def close(self) -> None: ...

@@ -1,0 +1,384 @@
+"""The `search` command: a thin face over :class:`search.engine.Engine`.
+
+Every command maps to one engine call; ``--json`` prints the result's ``to_dict()``.
+Errors a user can cause print one line on stderr and exit non-zero, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .errors import SearchError
+
+log = logging.getLogger("search")
+
+SEEDS = "seeds"
+MODES = ["hybrid", "bm25", "dense"]
+
+
+def _err_console() -> Any:
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False)
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console(highlight=False)
+
+
+def _open(index: str | None, create: bool = False, backend: str | None = None, uri: str | None = None) -> Any:
+    from .engine import Engine
+
+    return Engine.open(index, create=create, backend=backend, uri=uri)
+
+
+def _progress_bar() -> tuple[Any, Callable[[str, int, int], None]]:
+    """A rich progress bar with rate and ETA, shown on stderr for long runs only."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TaskProgressColumn,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    prog = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TaskProgressColumn(),
+        TextColumn("{task.fields[rate]}"),
+        TimeRemainingColumn(),
+        console=_err_console(),
+        transient=True,
+        disable=not sys.stderr.isatty(),
+    )
+    tasks: dict[str, int] = {}
+
+    def cb(stage: str, done: int, total: int) -> None:
+        if stage not in tasks:
+            tasks[stage] = prog.add_task(f"{stage} passages", total=total, rate="")
+        t = prog.tasks[tasks[stage]]
+        rate = f"{t.speed:.0f}/s" if t.speed else ""
+        prog.update(tasks[stage], completed=done, total=total, rate=rate)
+
+    return prog, cb
+
+
+def _index_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    f = click.option(
+        "--uri",
+        envvar="SEARCH_URI",
+        default=None,
+        help="Milvus URI for --backend milvus: a file path (Milvus Lite) or http://host:19530.",
+    )(f)
+    f = click.option(
+        "--backend",
+        envvar="SEARCH_BACKEND",
+        type=click.Choice(["local", "milvus"]),
+        default="local",
+        show_default=True,
+        help="Where the indexes live.",
+    )(f)
+    return click.option(
+        "--index",
+        "index_dir",
+        envvar="SEARCH_INDEX",
+        default="index",
+        show_default=True,
+        type=click.Path(file_okay=True, dir_okay=True),
+        help="Index directory (or SEARCH_INDEX).",
+    )(f)
+
+
+class _Group(click.Group):
+    """Turns the package's errors into one-line messages with a non-zero exit."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except SearchError as e:
+            raise click.ClickException(str(e)) from None
+        except ValueError as e:  # bad arguments at the API boundary
+            raise click.UsageError(str(e)) from None
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("-v", "--verbose", is_flag=True, help="Show progress and library messages.")
+@click.version_option(package_name="search", prog_name="search")
+def cli(verbose: bool) -> None:
+    """Search football match coverage and answer questions with cited passages.
+
+    Example: search ask "who scored the winner"
+    """
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+
+
+def _print_report(report: Any, what: str) -> None:
+    c = _err_console()
+    for p in report.problems:
+        c.print(f"[yellow]warning:[/] {p}", markup=True, soft_wrap=True)
+    parts = []
+    if report.added:
+        parts.append(f"{len(report.added)} added")
+    if report.replaced:
+        parts.append(f"{len(report.replaced)} replaced")
+    if report.unchanged:
+        parts.append(f"{len(report.unchanged)} unchanged (skipped)")
+    if report.removed:
+        parts.append(f"{len(report.removed)} removed")
+    if report.duplicates:
+        parts.append(f"{len(report.duplicates)} near-duplicates grouped")
+    summary = ", ".join(parts) or "nothing changed"
+    c.print(f"{what}: {summary}; {report.passages} passages encoded in {report.took_s:.1f} s")
+
+
+def _build(engine: Any, paths: list[str], reset: bool) -> Any:
+    prog, cb = _progress_bar()
+    with prog:
+        report = engine.add(paths, reset=reset, progress=cb)
+    return report
+
+
+@cli.command("index")
+@click.argument("paths", nargs=-1, type=click.Path())
+@_index_option
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def index_cmd(paths: tuple[str, ...], index_dir: str, backend: str, uri: str | None, as_json: bool) -> None:
+    """Build the index from articles (files or folders; default: seeds/).
+
+    The index then holds exactly these articles. Example: search index seeds/
+    """
+    paths_l = list(paths) or [SEEDS]
+    _require_paths(paths_l)
+    with _open(index_dir, create=True, backend=backend, uri=uri) as engine:
+        report = _build(engine, paths_l, reset=True)
+    if not report.added and not report.replaced and not report.unchanged:
+        raise click.ClickException(
+            f"no articles could be read from {', '.join(paths_l)}: "
+            + (report.problems[0] if report.problems else "give .txt, .md, .jsonl, .html or feed files")
+        )
+    if as_json:
+        click.echo(json.dumps(report.to_dict()))
+    else:
+        _print_report(report, "indexed")
+
+
+def _require_paths(paths: list[str]) -> None:
+    missing = [p for p in paths if not Path(p).exists()]
+    if missing and len(missing) == len(paths):
+        raise click.ClickException(f"{missing[0]}: no such file or folder")
+
+
+@cli.command("add")
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@_index_option
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def add_cmd(paths: tuple[str, ...], index_dir: str, backend: str, uri: str | None, as_json: bool) -> None:
+    """Add or replace articles in place (files, folders, .jsonl, .html, feeds).
+
+    Unchanged articles are skipped. Example: search add new-reports/
+    """
+    _require_paths(list(paths))
+    with _open(index_dir, create=True, backend=backend, uri=uri) as engine:
+        report = _build(engine, list(paths), reset=False)
+    if as_json:
+        click.echo(json.dumps(report.to_dict()))
+    else:
+        _print_report(report, "add")
+    if not (report.added or report.replaced or report.unchanged):
+        raise click.ClickException("no article was added: " + (report.problems[0] if report.problems else "nothing to read"))
+
+
+@cli.command("remove")
+@click.argument("doc_ids", nargs=-1, required=True)
+@_index_option
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def remove_cmd(doc_ids: tuple[str, ...], index_dir: str, backend: str, uri: str | None, as_json: bool) -> None:
+    """Remove articles by document id. Example: search remove 000_e3a89f9a78d59e55.txt"""
+    with _open(index_dir, backend=backend, uri=uri) as engine:
+        report = engine.remove(list(doc_ids))
+    if as_json:
+        click.echo(json.dumps(report.to_dict()))
+    else:
+        c = _err_console()
+        for d in report.missing:
+            c.print(f"warning: no document {d!r} in the index (see `search list`)")
+        c.print(f"removed {len(report.removed)} document(s)")
+    if not report.removed:
+        raise click.ClickException(f"none of the ids is in the index: {', '.join(doc_ids)} (see `search list`)")
+
+
+@cli.command("reindex")
+@_index_option
+def reindex_cmd(index_dir: str, backend: str, uri: str | None) -> None:
+    """Rebuild the whole index from the sources it recorded. Example: search reindex"""
+    with _open(index_dir, backend=backend, uri=uri) as engine:
+        prog, cb = _progress_bar()
+        with prog:
+            report = engine.reindex(progress=cb)
+    _print_report(report, "reindexed")
+
+
+def _ensure_index(index_dir: str, backend: str, uri: str | None) -> Any:
+    """Open the index; when the default one is missing, build it from seeds/ first."""
+    from .engine import Engine
+    from .errors import IndexMissingError
+
+    try:
+        return Engine.open(index_dir, backend=backend, uri=uri)
+    except IndexMissingError:
+        if not Path(SEEDS).is_dir():
+            raise
+    _err_console().print(f"No index at {index_dir}: building one from {SEEDS}/ first.")
+    engine = Engine.open(index_dir, create=True, backend=backend, uri=uri)
+    report = _build(engine, [SEEDS], reset=True)
+    _print_report(report, "indexed")
+    return engine
+
+
+@cli.command("ask")
+@click.argument("question")
+@click.option("-k", "k", type=click.IntRange(1, 100), default=5, show_default=True, help="How many passages.")
+@click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+@_index_option
+def ask_cmd(question: str, k: int, mode: str, as_json: bool, index_dir: str, backend: str, uri: str | None) -> None:
+    """Answer a question with ranked, cited passages.
+
+    Example: search ask "who scored the winner"
+    """
+    from .engine import Engine
+
+    Engine.check_question(question)
+    with _ensure_index(index_dir, backend, uri) as engine:
+        result = engine.ask(question, k=k, mode=mode)
+        if as_json:
+            click.echo(json.dumps(result.to_dict(), ensure_ascii=False))
+            return
+        from .render import print_answer
+
+        print_answer(_console(), result, engine)
+
+
+@cli.command("show")
+@click.argument("doc_id")
+@click.option("--span", default=None, help="START:END character span to highlight.")
+@click.option("--json", "as_json", is_flag=True, help="Print the article as JSON.")
+@_index_option
+def show_cmd(doc_id: str, span: str | None, as_json: bool, index_dir: str, backend: str, uri: str | None) -> None:
+    """Print an article with a cited span highlighted.
+
+    Example: search show 001_10f36a323a73b675.txt --span 120:260
+    """
+    rng = _parse_span(span)
+    with _open(index_dir, backend=backend, uri=uri) as engine:
+        art = engine.get_document(doc_id)
+        if rng and rng[1] > len(art.text):
+            raise click.ClickException(
+                f"span {rng[0]}:{rng[1]} is outside {doc_id} ({len(art.text)} characters): "
+                "use a span from `search ask`"
+            )
+        if as_json:
+            click.echo(json.dumps(art.to_dict(), ensure_ascii=False))
+            return
+        from .render import print_article
+
+        print_article(_console(), art, engine.document_record(doc_id), rng)
+
+
+def _parse_span(span: str | None) -> tuple[int, int] | None:
+    if span is None:
+        return None
+    try:
+        a, b = span.split(":")
+        start, end = int(a), int(b)
+    except ValueError:
+        raise click.BadParameter(f"{span!r} is not START:END (two whole numbers)", param_hint="--span") from None
+    if start < 0 or end <= start:
+        raise click.BadParameter(f"{span!r}: need 0 <= START < END", param_hint="--span")
+    return start, end
+
+
+@cli.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object per document.")
+@_index_option
+def list_cmd(as_json: bool, index_dir: str, backend: str, uri: str | None) -> None:
+    """List the indexed documents, with near-duplicate groups. Example: search list"""
+    with _open(index_dir, backend=backend, uri=uri) as engine:
+        docs = engine.documents()
+    if as_json:
+        for d in docs:
+            click.echo(json.dumps(d.to_dict(), ensure_ascii=False))
+        return
+    from .render import print_documents
+
+    print_documents(_console(), docs)
+
+
+@cli.command("stats")
+@click.option("--json", "as_json", is_flag=True)
+@_index_option
+def stats_cmd(as_json: bool, index_dir: str, backend: str, uri: str | None) -> None:
+    """Counts, sizes, model and last update of the index. Example: search stats"""
+    with _open(index_dir, backend=backend, uri=uri) as engine:
+        st = engine.stats()
+    if as_json:
+        click.echo(json.dumps(st))
+        return
+    c = _console()
+    for key, val in st.items():
+        c.print(f"[bold]{key}[/]: {val}")
+
+
+@cli.command("eval")
+@click.argument("file", type=click.Path())
+@click.option("--mode", type=click.Choice(MODES + ["all"]), default="hybrid", show_default=True)
+@click.option("-k", "k", type=click.IntRange(1, 100), default=10, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="One JSON line per mode.")
+@_index_option
+def eval_cmd(file: str, mode: str, k: int, as_json: bool, index_dir: str, backend: str, uri: str | None) -> None:
+    """Score retrieval (hit@1, recall@5, mrr@10) and answers (answer@1) on a question file.
+
+    Example: search eval ../shared/eval/dev.jsonl --mode hybrid
+    """
+    from .evaluate import evaluate, read_questions
+
+    questions = read_questions(file)
+    modes = MODES if mode == "all" else [mode]
+    with _ensure_index(index_dir, backend, uri) as engine:
+        for m in modes:
+            res = evaluate(engine, questions, mode=m, k=k)
+            if as_json:
+                click.echo(json.dumps(res.to_dict()))
+                continue
+            line = f"{m:7s} n={res.n}  hit@1={res.hit1:.3f}  recall@5={res.recall5:.3f}  mrr@10={res.mrr10:.3f}"
+            if res.answer1 is not None:
+                line += f"  answer@1={res.answer1:.3f}"
+            click.echo(line)
+            if res.misses:
+                qs = {q.id: q.question for q in questions}
+                click.echo("  missed at 5: " + "; ".join(f"{i} ({qs[i]})" for i in res.misses))
+            if res.answer_misses:
+                click.echo("  wrong answers: " + ", ".join(res.answer_misses))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the `search` command."""
+    try:
+        cli.main(args=argv, prog_name="search")
+    except BrokenPipeError:
+        # Output piped into `head`: not an error; silence the flush at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(0)

@@ -1,0 +1,423 @@
+"""The facade: one ``Engine`` owns the flow from articles to cited answers.
+
+    ingest → chunk → (lexical + vector index, behind a backend) → retrieve → fuse → answer
+
+The CLI, the HTTP server and the MCP server are thin faces over this class; each turns
+its input into an ``Engine`` call and the result's ``to_dict()`` into its output.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .backends import Backend, DocRecord, WriteBatch
+from .errors import DocumentNotFoundError, IndexFormatError, IndexMissingError, QueryError
+from .fusion import RRF_K, Fusion, Mode, convex, rrf
+from .text import analyze_spans, has_searchable_text, query_terms
+from .types import Answer, Article, Hit, Passage
+
+log = logging.getLogger(__name__)
+
+DEFAULT_INDEX = "index"
+MAX_QUESTION_CHARS = 2000
+MAX_K = 100
+CHUNK_TARGET = 700
+CHUNK_OVERLAP = 1
+CHUNK_VERSION = 1
+# How deep each retriever goes before fusion: deep enough that a passage ranked well
+# by one side and poorly by the other still meets itself in the fused list.
+CANDIDATES = 100
+
+
+def default_index_path() -> Path:
+    return Path(os.environ.get("SEARCH_INDEX", DEFAULT_INDEX))
+
+
+@dataclass
+class WriteReport:
+    """What a write did, per document."""
+
+    added: list[str] = field(default_factory=list)
+    replaced: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    duplicates: dict[str, str] = field(default_factory=dict)  # doc id → id of the copy it duplicates
+    problems: list[str] = field(default_factory=list)
+    passages: int = 0
+    took_s: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "added": self.added,
+            "replaced": self.replaced,
+            "unchanged": self.unchanged,
+            "removed": self.removed,
+            "missing": self.missing,
+            "duplicates": self.duplicates,
+            "problems": self.problems,
+            "passages": self.passages,
+            "took_s": round(self.took_s, 3),
+        }
+
+
+class Engine:
+    """Index articles and answer questions with cited passages.
+
+    Use :meth:`open` (or the constructor) and close it, or use it as a context manager.
+    One engine is safe to share between threads for queries; writes take the index's
+    writer lock, so one process writes at a time.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        create: bool = False,
+        embedder: str | Any = "auto",
+        backend: str | None = None,
+        uri: str | None = None,
+        fusion: str = "rrf",
+        rrf_k: int = RRF_K,
+        collapse_duplicates: bool = True,
+    ) -> None:
+        self.path = Path(path) if path is not None else default_index_path()
+        self._embedder_spec = embedder
+        self._embedder: Any = None
+        self._embed_lock = threading.Lock()
+        self.fusion = Fusion.from_str(fusion)
+        if rrf_k < 0:
+            raise ValueError("rrf_k must be non-negative")
+        self.rrf_k = rrf_k
+        self.collapse_duplicates = collapse_duplicates
+        self.backend_name = (backend or os.environ.get("SEARCH_BACKEND") or "local").lower()
+        self.uri = uri or os.environ.get("SEARCH_URI")
+        self._backend: Backend = self._open_backend(create)
+
+    # -- opening ---------------------------------------------------------------------
+    @classmethod
+    def open(cls, path: str | os.PathLike[str] | None = None, **kwargs: Any) -> Engine:
+        """Open an existing index (``create=True`` makes an empty one when there is none)."""
+        return cls(path, **kwargs)
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._backend.close()
+
+    def _settings(self) -> dict[str, Any]:
+        from .embed import DIM, MODEL_ID
+
+        return {
+            "embedding": {"model": MODEL_ID, "dim": DIM},
+            "chunking": {"target_chars": CHUNK_TARGET, "overlap": CHUNK_OVERLAP, "version": CHUNK_VERSION},
+            "bm25": {"k1": 0.9, "b": 0.4},
+        }
+
+    def _open_backend(self, create: bool) -> Backend:
+        if self.backend_name == "milvus":
+            from .backends.milvus import MilvusBackend
+
+            return MilvusBackend(self.uri or str(self.path), create=create, settings=self._settings())
+        if self.backend_name != "local":
+            raise ValueError(f"unknown backend {self.backend_name!r}: choose local or milvus")
+        from .backends.local import LocalBackend, create_index, is_index, writer_lock
+
+        if not is_index(self.path):
+            if self.path.exists() and (not self.path.is_dir() or _has_foreign_files(self.path)):
+                raise IndexFormatError(
+                    f"{self.path} is not an index (no CURRENT file): choose another --index "
+                    "directory or remove it and run `search index`"
+                )
+            if not create:
+                raise IndexMissingError(f"no index at {self.path}: build one with `search index [PATH...]`")
+            with writer_lock(self.path):
+                create_index(self.path, self._settings())
+        backend = LocalBackend(self.path)
+        self._check_manifest(backend.manifest())
+        return backend
+
+    def _check_manifest(self, m: dict[str, Any]) -> None:
+        want = self._settings()
+        emb = m.get("embedding", {})
+        if emb.get("model") != want["embedding"]["model"] or emb.get("dim") != want["embedding"]["dim"]:
+            raise IndexFormatError(
+                f"{self.path} was built with embedding model {emb.get('model')} ({emb.get('dim')} dims), "
+                f"this engine uses {want['embedding']['model']}: rebuild with `search reindex`"
+            )
+        if m.get("chunking", {}).get("version") != CHUNK_VERSION:
+            raise IndexFormatError(f"{self.path} was chunked by another version: rebuild with `search reindex`")
+
+    # -- models ----------------------------------------------------------------------
+    @property
+    def embedder(self) -> Any:
+        """The embedding model, loaded once per engine on first use."""
+        if self._embedder is None:
+            with self._embed_lock:
+                if self._embedder is None:
+                    if isinstance(self._embedder_spec, str):
+                        from .embed import get_embedder
+
+                        self._embedder = get_embedder(self._embedder_spec)
+                    else:
+                        self._embedder = self._embedder_spec
+        return self._embedder
+
+    # -- writing ---------------------------------------------------------------------
+    def index(
+        self,
+        paths: Sequence[str | os.PathLike[str]],
+        *,
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> WriteReport:
+        """Rebuild the index from ``paths``: afterwards it holds exactly these articles."""
+        return self.add(paths, reset=True, progress=progress)
+
+    def add(
+        self,
+        items: Sequence[str | os.PathLike[str] | Article] | str | os.PathLike[str] | Article,
+        *,
+        reset: bool = False,
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> WriteReport:
+        """Add or replace articles (paths to files or folders, or :class:`Article` objects).
+
+        A document whose id exists is replaced; one whose content is unchanged is
+        skipped. Problems with single files or lines are reported, the rest goes in.
+        """
+        t0 = time.perf_counter()
+        report = WriteReport()
+        if isinstance(items, (str, os.PathLike, Article)):
+            items = [items]
+        articles: list[Article] = [a for a in items if isinstance(a, Article)]
+        paths = [Path(p) for p in items if not isinstance(p, Article)]
+        sources: list[str] = []
+        if paths:
+            from .ingest import load
+
+            loaded, problems = load(paths)
+            articles.extend(loaded)
+            report.problems.extend(str(p) for p in problems)
+            sources = [str(p.resolve()) for p in paths if p.exists()]
+        # Last version of an id wins within one call.
+        by_id: dict[str, Article] = {}
+        for a in articles:
+            by_id.pop(a.id, None)
+            by_id[a.id] = a
+        todo: list[Article] = []
+        for a in by_id.values():
+            old = self._backend.doc(a.id)
+            if old is not None and not reset and old.content_hash == a.content_hash:
+                report.unchanged.append(a.id)
+            else:
+                (report.replaced if old is not None else report.added).append(a.id)
+                todo.append(a)
+        if reset:
+            report.removed = [d.id for d in self._backend.docs() if d.id not in by_id]
+        batch = self._prepare(todo, progress)
+        batch.reset = reset
+        batch.sources = sources
+        report.passages = sum(len(p) for p in batch.passages)
+        if todo or reset:
+            self._backend.write(batch)
+        report.took_s = time.perf_counter() - t0
+        return report
+
+    def _prepare(self, articles: list[Article], progress: Callable[[str, int, int], None] | None) -> WriteBatch:
+        from .chunk import chunk
+
+        batch = WriteBatch()
+        all_passages: list[list[Passage]] = []
+        for a in articles:
+            all_passages.append(chunk(a.id, a.text, target_chars=CHUNK_TARGET, overlap=CHUNK_OVERLAP))
+        texts = [p.text for ps in all_passages for p in ps]
+        total = len(texts)
+        done = 0
+
+        def tick(n: int) -> None:
+            nonlocal done
+            done += n
+            if progress:
+                progress("encode", done, total)
+
+        if texts:
+            vectors = self.embedder.encode(texts, progress=tick)
+        else:
+            vectors = np.zeros((0, 0), np.float32)
+        at = 0
+        for a, ps in zip(articles, all_passages):
+            batch.articles.append(a)
+            batch.passages.append(ps)
+            batch.vectors.append(vectors[at : at + len(ps)])
+            batch.duplicate_of.append(None)
+            at += len(ps)
+        return batch
+
+    def remove(self, doc_ids: Iterable[str]) -> WriteReport:
+        """Remove documents by id; ids not in the index are reported as missing."""
+        t0 = time.perf_counter()
+        report = WriteReport()
+        ids = list(dict.fromkeys(doc_ids))
+        for d in ids:
+            (report.removed if self._backend.doc(d) is not None else report.missing).append(d)
+        if report.removed:
+            self._backend.write(WriteBatch(remove=report.removed))
+        report.took_s = time.perf_counter() - t0
+        return report
+
+    def reindex(self, progress: Callable[[str, int, int], None] | None = None) -> WriteReport:
+        """Rebuild everything from the sources recorded in the manifest."""
+        sources = self._backend.manifest().get("sources") or []
+        if not sources:
+            raise IndexMissingError(f"{self.path} records no sources to rebuild from: use `search index PATH...`")
+        missing = [s for s in sources if not Path(s).exists()]
+        if missing:
+            raise IndexMissingError(f"recorded source {missing[0]} no longer exists: use `search index PATH...`")
+        return self.index(sources, progress=progress)
+
+    # -- reading ---------------------------------------------------------------------
+    def refresh(self) -> bool:
+        """Pick up changes made by other writers (queries do this themselves)."""
+        return self._backend.refresh()
+
+    @staticmethod
+    def check_question(question: str) -> str:
+        if not isinstance(question, str):
+            raise QueryError("the question must be text")
+        q = question.strip()
+        if not q:
+            raise QueryError("the question is empty: ask something, e.g. search ask \"who scored the winner\"")
+        if len(q) > MAX_QUESTION_CHARS:
+            raise QueryError(
+                f"the question is {len(q):,} characters long; the limit is {MAX_QUESTION_CHARS:,}: shorten it"
+            )
+        if not has_searchable_text(q):
+            raise QueryError("the question has no words to search for (only punctuation or symbols): use words")
+        return q
+
+    def search(self, question: str, k: int = 10, mode: str = "hybrid") -> list[Hit]:
+        """Ranked passages for a question (``mode``: hybrid, bm25 or dense)."""
+        q = self.check_question(question)
+        m = Mode.from_str(mode) if isinstance(mode, str) else Mode(mode)
+        if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
+            raise ValueError(f"k must be a whole number from 1 to {MAX_K}")
+        self._backend.refresh()
+        terms = query_terms(q)
+        depth = max(CANDIDATES, k * 3)
+        lex: list[tuple[str, float]] = []
+        den: list[tuple[str, float]] = []
+        if m in (Mode.BM25, Mode.HYBRID):
+            lex = self._backend.lexical(terms, depth)
+        if m in (Mode.DENSE, Mode.HYBRID):
+            vec = self.embedder.encode_query(q)
+            den = self._backend.dense(vec, depth)
+        if m is Mode.BM25:
+            fused = lex
+        elif m is Mode.DENSE:
+            fused = den
+        elif self.fusion is Fusion.RRF:
+            fused = rrf([lex, den], k=self.rrf_k)
+        else:
+            fused = convex(lex, den)
+        lex_rank = {pid: i for i, (pid, _) in enumerate(lex, 1)}
+        den_rank = {pid: i for i, (pid, _) in enumerate(den, 1)}
+        lex_score = dict(lex)
+        den_score = dict(den)
+        qterms = set(terms)
+        hits: list[Hit] = []
+        seen_groups: dict[str, Hit] = {}
+        for pid, score in fused:
+            p = self._backend.passage(pid)
+            if p is None:
+                continue
+            rec = self._backend.doc(p.doc_id)
+            if self.collapse_duplicates and rec is not None:
+                group = rec.duplicate_of or rec.id
+                first = seen_groups.get(group)
+                if first is not None:
+                    if first.passage.doc_id != p.doc_id and p.doc_id not in first.duplicates:
+                        first.duplicates.append(p.doc_id)
+                    if first.passage.doc_id != p.doc_id:
+                        continue
+            hit = Hit(
+                passage=p,
+                score=float(score),
+                title=rec.title if rec else "",
+                source=rec.source if rec else "",
+                url=rec.url if rec else None,
+                published=rec.published if rec else None,
+                bm25_rank=lex_rank.get(pid),
+                dense_rank=den_rank.get(pid),
+                bm25_score=lex_score.get(pid),
+                dense_score=den_score.get(pid),
+                terms=sorted({t for t, _, _ in analyze_spans(p.text)} & qterms),
+            )
+            if rec is not None:
+                seen_groups.setdefault(rec.duplicate_of or rec.id, hit)
+            hits.append(hit)
+            if len(hits) >= k:
+                break
+        for i, h in enumerate(hits, 1):
+            h.rank = i
+        return hits
+
+    def ask(self, question: str, k: int = 5, mode: str = "hybrid", answer: bool = True) -> Answer:
+        """Search, then (with ``answer``) extract a short answer with its supporting sentences."""
+        t0 = time.perf_counter()
+        hits = self.search(question, k=k, mode=mode)
+        block = None
+        if answer:
+            try:
+                from .answer import build_answer
+            except ImportError:  # the answer module is optional while it is being built
+                build_answer = None  # type: ignore[assignment]
+            if build_answer is not None:
+                block = build_answer(question.strip(), hits, self)
+        took = (time.perf_counter() - t0) * 1000
+        return Answer(question=question.strip(), mode=Mode.from_str(mode).value, took_ms=took, hits=hits, answer=block)
+
+    # -- documents -------------------------------------------------------------------
+    def get_document(self, doc_id: str) -> Article:
+        self._backend.refresh()
+        a = self._backend.article(doc_id)
+        if a is None:
+            raise DocumentNotFoundError(f"no document {doc_id!r} in {self.path}: see `search list`")
+        return a
+
+    def document_record(self, doc_id: str) -> DocRecord:
+        rec = self._backend.doc(doc_id)
+        if rec is None:
+            raise DocumentNotFoundError(f"no document {doc_id!r} in {self.path}: see `search list`")
+        return rec
+
+    def documents(self) -> list[DocRecord]:
+        self._backend.refresh()
+        return sorted(self._backend.docs(), key=lambda d: d.id)
+
+    def passages_of(self, doc_id: str) -> list[Passage]:
+        return self._backend.passages_of(doc_id)
+
+    def stats(self) -> dict[str, Any]:
+        self._backend.refresh()
+        return self._backend.stats()
+
+    def manifest(self) -> dict[str, Any]:
+        return self._backend.manifest()
+
+
+def _has_foreign_files(path: Path) -> bool:
+    """A directory holding anything but our own lock or README is not ours to fill."""
+    return any(p.name not in (".lock", "README.md") for p in path.iterdir())

@@ -1,0 +1,42 @@
+"""The package's errors: one root, a few subtypes, each a one-line docstring.
+
+Messages say what failed, where, and what to do next; the CLI prints them as one
+line on stderr and exits non-zero.
+"""
+
+from __future__ import annotations
+
+
+class SearchError(Exception):
+    """Root of every error this package raises on purpose."""
+
+
+class IndexMissingError(SearchError):
+    """There is no index at the given path."""
+
+
+class IndexFormatError(SearchError):
+    """The index was built with another format, model or settings, or is damaged."""
+
+
+class DocumentNotFoundError(SearchError, KeyError):
+    """No document with that id is in the index."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class IngestError(SearchError):
+    """A file or record could not be read as an article."""
+
+
+class WriterBusyError(SearchError):
+    """Another process holds the index's writer lock."""
+
+
+class QueryError(SearchError, ValueError):
+    """The question cannot be searched (empty, too long, nothing searchable)."""
+
+
+class MissingExtraError(SearchError, ImportError):
+    """An optional dependency is not installed."""

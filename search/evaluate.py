@@ -1,0 +1,142 @@
+"""Retrieval (and answer) evaluation on question files in the dev.jsonl format.
+
+Each line: ``id``, ``question``, ``answers`` (acceptable short answers) and
+``evidence`` (substrings of the articles). A passage is relevant when, after curly
+quotes become straight, white space is collapsed and case is lowered, it contains
+any evidence string.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import IngestError
+
+_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2032": "'", "\u2033": '"'})
+_WS = re.compile(r"\s+")
+
+
+def normalise(text: str) -> str:
+    return _WS.sub(" ", text.translate(_QUOTES)).strip().lower()
+
+
+@dataclass
+class Question:
+    id: str
+    question: str
+    answers: list[str]
+    evidence: list[str]
+
+
+def read_questions(path: str | Path) -> list[Question]:
+    """Read a question file; a malformed line is an error naming the file and line."""
+    p = Path(path)
+    if not p.is_file():
+        raise IngestError(f"{p}: no such file: give the path of a .jsonl question file")
+    out: list[Question] = []
+    with open(p, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                d = json.loads(line)
+                out.append(
+                    Question(
+                        id=str(d["id"]),
+                        question=str(d["question"]),
+                        answers=[str(a) for a in d.get("answers", [])],
+                        evidence=[str(e) for e in d.get("evidence", [])],
+                    )
+                )
+            except (json.JSONDecodeError, KeyError, TypeError) as e:
+                raise IngestError(
+                    f"{p}:{n}: not a question record ({e}): each line needs id, question, answers, evidence"
+                ) from None
+    if not out:
+        raise IngestError(f"{p}: no questions found")
+    return out
+
+
+def relevant(text: str, evidence: list[str]) -> bool:
+    t = normalise(text)
+    return any(normalise(e) in t for e in evidence if e.strip())
+
+
+@dataclass
+class EvalResult:
+    mode: str
+    n: int
+    hit1: float
+    recall5: float
+    mrr10: float
+    answer1: float | None = None
+    misses: list[str] = field(default_factory=list)
+    answer_misses: list[str] = field(default_factory=list)
+    per_question: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "mode": self.mode,
+            "n": self.n,
+            "hit@1": round(self.hit1, 4),
+            "recall@5": round(self.recall5, 4),
+            "mrr@10": round(self.mrr10, 4),
+            "misses": self.misses,
+        }
+        if self.answer1 is not None:
+            d["answer@1"] = round(self.answer1, 4)
+        return d
+
+
+def evaluate(engine: Any, questions: list[Question], mode: str = "hybrid", k: int = 10, answers: bool = True) -> EvalResult:
+    """Run every question through ``engine`` and score the ranking (and the answer)."""
+    hit1 = rec5 = mrr = ans = 0.0
+    misses: list[str] = []
+    answer_misses: list[str] = []
+    rows: list[dict[str, Any]] = []
+    depth = max(k, 10)
+    for q in questions:
+        result = engine.ask(q.question, k=depth, mode=mode, answer=answers)
+        rel = [relevant(h.passage.text, q.evidence) for h in result.hits]
+        first = next((i for i, r in enumerate(rel) if r), None)
+        if first == 0:
+            hit1 += 1
+        if first is not None and first < 5:
+            rec5 += 1
+        else:
+            misses.append(q.id)
+        if first is not None and first < 10:
+            mrr += 1.0 / (first + 1)
+        got = None
+        if answers and result.answer is not None:
+            a = result.answer
+            got = a.text if a.text else (a.sentences[0].text if a.sentences else None)
+            ok = bool(got) and any(x.lower() in got.lower() for x in q.answers)
+            ans += ok
+            if not ok:
+                answer_misses.append(q.id)
+        rows.append({"id": q.id, "first_relevant": first, "answer": got})
+    n = len(questions)
+    return EvalResult(
+        mode=mode,
+        n=n,
+        hit1=hit1 / n,
+        recall5=rec5 / n,
+        mrr10=mrr / n,
+        answer1=(ans / n) if answers and _has_answers(engine) else None,
+        misses=misses,
+        answer_misses=answer_misses,
+        per_question=rows,
+    )
+
+
+def _has_answers(engine: Any) -> bool:
+    try:
+        from . import answer  # noqa: F401
+    except ImportError:
+        return False
+    return True

@@ -1,0 +1,245 @@
+"""BM25 over passages with whoosh, exact under incremental adds and removes.
+
+Passages are analysed by :mod:`search.text` and stored pre-analysed, so the whoosh
+schema holds only whoosh's own space tokenizer (whoosh pickles the schema into its
+table of contents; keeping our classes out of it keeps old indexes loadable).
+
+Whoosh marks deleted documents but keeps them in its collection statistics (document
+frequency, total field length) until a merge rewrites their segment. To keep BM25
+scores equal to a fresh build after any sequence of adds and removes, the writer
+records, per whoosh segment, what the deleted documents contributed; the scorer
+subtracts it. A merge that rewrites a segment drops its deleted documents, and its
+correction with it.
+
+Scoring is Lucene's BM25 (``idf = ln(1 + (N - df + 0.5) / (df + 0.5))``), the variant
+behind Pyserini's published BEIR figures, with its defaults k1=0.9, b=0.4.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from whoosh import fields, index, query, scoring
+from whoosh.analysis import SpaceSeparatedTokenizer
+from whoosh.filedb.filestore import FileStorage
+
+log = logging.getLogger(__name__)
+
+FIELD = "text"
+CORRECTIONS_FILE = "corrections.json"
+
+
+def make_schema() -> fields.Schema:
+    return fields.Schema(
+        pid=fields.ID(stored=True, unique=True),
+        doc_id=fields.ID(stored=False),
+        text=fields.TEXT(analyzer=SpaceSeparatedTokenizer(), phrase=False, stored=False),
+    )
+
+
+@dataclass
+class SegmentCorrection:
+    """What deleted documents still contribute to one whoosh segment's statistics."""
+
+    docs: int = 0
+    length: int = 0
+    df: Counter[str] = field(default_factory=Counter)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"docs": self.docs, "length": self.length, "df": dict(self.df)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SegmentCorrection:
+        return cls(int(d["docs"]), int(d["length"]), Counter({k: int(v) for k, v in d["df"].items()}))
+
+
+@dataclass
+class Corrections:
+    """Per-segment corrections, summed for the segments an index reader holds."""
+
+    segments: dict[str, SegmentCorrection] = field(default_factory=dict)
+
+    def total(self, live_segments: Iterable[str]) -> SegmentCorrection:
+        out = SegmentCorrection()
+        for name in live_segments:
+            c = self.segments.get(name)
+            if c:
+                out.docs += c.docs
+                out.length += c.length
+                out.df.update(c.df)
+        return out
+
+    def save(self, path: Path) -> None:
+        data = {k: v.to_dict() for k, v in self.segments.items()}
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data), encoding="utf-8")
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path: Path) -> Corrections:
+        if not path.exists():
+            return cls()
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return cls({k: SegmentCorrection.from_dict(v) for k, v in data.items()})
+
+
+class ExactBM25(scoring.WeightingModel):
+    """Lucene BM25 whose collection statistics exclude deleted documents."""
+
+    def __init__(self, correction: SegmentCorrection, k1: float = 0.9, b: float = 0.4) -> None:
+        self.correction = correction
+        self.k1 = k1
+        self.b = b
+        self._idf: dict[str, float] = {}
+        self._avgfl: float | None = None
+
+    def supports_block_quality(self) -> bool:
+        return True
+
+    def stats(self, searcher: Any, text: str) -> tuple[float, float]:
+        parent = searcher.get_parent()
+        if self._avgfl is None:
+            n = max(parent.doc_count(), 1)
+            self._avgfl = max((parent.field_length(FIELD) - self.correction.length) / n, 1e-9)
+        idf = self._idf.get(text)
+        if idf is None:
+            n = parent.doc_count()
+            df = max(parent.doc_frequency(FIELD, text) - self.correction.df.get(text, 0), 0)
+            idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+            self._idf[text] = idf
+        return idf, self._avgfl
+
+    def scorer(self, searcher: Any, fieldname: str, text: Any, qf: float = 1) -> Any:
+        if isinstance(text, bytes):
+            text = text.decode("utf-8")
+        idf, avgfl = self.stats(searcher, text)
+        return _BM25Scorer(searcher, fieldname, text, idf * qf, avgfl, self.k1, self.b)
+
+
+class _BM25Scorer(scoring.WeightLengthScorer):
+    def __init__(self, searcher: Any, fieldname: str, text: str, idf: float, avgfl: float, k1: float, b: float):
+        self.idf = idf
+        self.avgfl = avgfl
+        self.k1 = k1
+        self.b = b
+        self.setup(searcher, fieldname, text)
+
+    def _score(self, weight: float, length: float) -> float:
+        k1, b = self.k1, self.b
+        return self.idf * weight / (weight + k1 * (1 - b + b * length / self.avgfl))
+
+
+def _segment_names(ix: Any) -> list[str]:
+    return [s.segment_id() for s in ix._segments()]
+
+
+class LexicalIndex:
+    """A read-only view of one whoosh index directory, with one searcher kept open."""
+
+    def __init__(self, path: Path, k1: float = 0.9, b: float = 0.4) -> None:
+        self.path = Path(path)
+        self._ix = index.open_dir(str(self.path), readonly=True)
+        corr = Corrections.load(self.path / CORRECTIONS_FILE)
+        self._reader = self._ix.reader()
+        # A published generation's directory never changes, so its table of
+        # contents names exactly the segments this reader holds.
+        self.correction = corr.total(_segment_names(self._ix))
+        self.k1, self.b = k1, b
+        from whoosh.searching import Searcher
+
+        self._searcher = Searcher(self._reader, weighting=self._weighting(), fromindex=self._ix)
+
+    def _weighting(self) -> ExactBM25:
+        return ExactBM25(self.correction, self.k1, self.b)
+
+    def doc_count(self) -> int:
+        return int(self._reader.doc_count())
+
+    def search(self, terms: list[str], limit: int) -> list[tuple[str, float]]:
+        """Top passages for already-analysed query terms, as ``(passage_id, score)``."""
+        if not terms or limit <= 0:
+            return []
+        counts = Counter(terms)
+        q = query.Or([query.Term(FIELD, t, boost=float(c)) for t, c in counts.items()])
+        # A searcher caches idf per term; a fresh weighting per query keeps that cache
+        # small while the reader (and its open files) stays shared.
+        s = self._searcher
+        s.weighting = self._weighting()
+        results = s.search(q, limit=limit)
+        return [(hit["pid"], float(hit.score)) for hit in results]
+
+    def score_all(self, terms: list[str]) -> dict[str, float]:
+        """Every matching passage's score (for tests against a reference)."""
+        return dict(self.search(terms, limit=max(self.doc_count(), 1)))
+
+    def close(self) -> None:
+        try:
+            self._searcher.close()
+        except Exception:  # pragma: no cover - closing is best effort
+            pass
+
+
+def create(path: Path) -> None:
+    """Create an empty lexical index in ``path``."""
+    path.mkdir(parents=True, exist_ok=True)
+    index.create_in(str(path), make_schema())
+    Corrections().save(path / CORRECTIONS_FILE)
+
+
+class LexicalWriter:
+    """Adds and deletes passages in a whoosh directory that no reader is using.
+
+    The caller gives each writer a private copy of the directory (hard links: whoosh
+    never rewrites a file in place), so readers of the old copy are untouched.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._ix = index.FileIndex(FileStorage(str(self.path)))
+        self._writer = self._ix.writer()
+        self._corr = Corrections.load(self.path / CORRECTIONS_FILE)
+        self._added = 0
+
+    def delete_doc(self, doc_id: str, analysed_texts: dict[str, str]) -> int:
+        """Delete every passage of ``doc_id``; ``analysed_texts`` maps passage id → indexed text."""
+        w = self._writer
+        searcher = w.searcher()
+        n = 0
+        for docnum in list(searcher.document_numbers(doc_id=doc_id)):
+            if w.is_deleted(docnum):
+                continue
+            pid = searcher.stored_fields(docnum)["pid"]
+            seg, _ = w._segment_and_docnum(docnum)
+            terms = analysed_texts.get(pid, "").split()
+            c = self._corr.segments.setdefault(seg.segment_id(), SegmentCorrection())
+            c.docs += 1
+            c.length += len(terms)
+            c.df.update(set(terms))
+            w.delete_document(docnum)
+            n += 1
+        return n
+
+    def add(self, pid: str, doc_id: str, analysed_text: str) -> None:
+        self._writer.add_document(pid=pid, doc_id=doc_id, text=analysed_text)
+        self._added += 1
+
+    def commit(self, optimize: bool = False) -> None:
+        self._writer.commit(optimize=optimize)
+        # Corrections of segments that a merge rewrote are no longer needed.
+        live = set(_segment_names(index.FileIndex(FileStorage(str(self.path)))))
+        self._corr.segments = {k: v for k, v in self._corr.segments.items() if k in live}
+        self._corr.save(self.path / CORRECTIONS_FILE)
+
+    def cancel(self) -> None:
+        try:
+            self._writer.cancel()
+        except Exception:  # pragma: no cover
+            pass

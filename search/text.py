@@ -1,0 +1,130 @@
+"""Text analysis shared by indexing and querying: one function turns text into terms.
+
+The lexical index stores the output of :func:`analyze` (space-separated), so the
+whoosh schema holds only whoosh's own tokenizer and every rule lives here, in plain
+Python, where it is the same at index and query time:
+
+* lower-casing, curly quotes and apostrophes folded, possessive ``'s`` dropped;
+* British spellings folded to American (equaliser/equalizer, favour/favor,
+  centre/center, defence/defense, travelled/traveled, ...);
+* Lucene's English stop words, plus (for questions only) question words;
+* Porter stemming, as Lucene's EnglishAnalyzer and Pyserini do.
+
+A user's question is never parsed as query syntax: :func:`query_terms` extracts
+terms, so quotes, AND/OR/NOT, ``*``, ``?``, ``:`` and brackets are just text.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterator
+from functools import lru_cache
+
+from whoosh.lang.porter import stem as _porter
+
+# Lucene's EnglishAnalyzer default stop set (what Pyserini's BM25 uses).
+STOP_WORDS = frozenset(
+    "a an and are as at be but by for if in into is it no not of on or such that the their "
+    "then there these they this to was will with".split()
+)
+
+# Words that shape a question but never occur usefully in an answer passage.
+QUESTION_WORDS = frozenset(
+    "who whom whose what which when where why how did does do done was were is are am been "
+    "has have had can could would should shall may might must tell me please about any some "
+    "i you we our us your".split()
+)
+
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "`": "'", "\u00b4": "'"})
+# A token: letters/digits, allowing inner apostrophes (don't) and inner hyphens between
+# digits (2-1, 20-metre keeps "20" and "metre" apart through the second alternative).
+_TOKEN = re.compile(r"\d+(?:-\d+)+|[^\W_]+(?:'[^\W_]+)*", re.UNICODE)
+
+_OUR_STEMS = (
+    "colour favour honour labour behaviour neighbour rumour vigour harbour armour humour odour "
+    "endeavour savour flavour saviour valour parlour clamour splendour tumour rigour fervour candour"
+).split()
+_LL_STEMS = (
+    "travel cancel model label fuel signal counsel level marvel channel tunnel duel jewel quarrel "
+    "rival total equal dial pedal shovel"
+).split()
+_EXACT = {
+    "centre": "center", "centres": "centers", "centred": "centered", "metre": "meter",
+    "metres": "meters", "theatre": "theater", "litre": "liter", "fibre": "fiber",
+    "defence": "defense", "defences": "defenses", "offence": "offense", "offences": "offenses",
+    "licence": "license", "programme": "program", "programmes": "programs", "tyre": "tire",
+    "tyres": "tires", "grey": "gray", "manoeuvre": "maneuver", "catalogue": "catalog",
+    "dialogue": "dialog", "analyse": "analyze", "analysed": "analyzed", "paralysed": "paralyzed",
+    "jewellery": "jewelry", "pyjamas": "pajamas", "mould": "mold", "plough": "plow",
+    "sceptical": "skeptical", "aluminium": "aluminum", "cheque": "check", "kerb": "curb",
+    "practise": "practice", "practised": "practiced", "enrol": "enroll",
+}
+_ISE = re.compile(r"^(\w{3,})is(e|es|ed|er|ers|ing|ation|ations)$")
+
+
+@lru_cache(maxsize=200_000)
+def fold_spelling(word: str) -> str:
+    """Map a lower-case British spelling to its American form; other words pass through."""
+    if word in _EXACT:
+        return _EXACT[word]
+    m = _ISE.match(word)
+    if m:
+        return f"{m.group(1)}iz{m.group(2)}"
+    for stem in _OUR_STEMS:
+        if word.startswith(stem):
+            return stem[:-3] + "or" + word[len(stem):]
+    if "ll" in word:
+        for stem in _LL_STEMS:
+            if word.startswith(stem + "l") and word[len(stem) + 1 :] in ("ed", "ing", "er", "ers"):
+                return stem + word[len(stem) + 1 :]
+    return word
+
+
+@lru_cache(maxsize=200_000)
+def term(word: str) -> str:
+    """The index term for one lower-case word: spelling folded, then Porter-stemmed."""
+    return _porter(fold_spelling(word))
+
+
+def _words(text: str) -> Iterator[tuple[str, int, int]]:
+    norm = unicodedata.normalize("NFKC", text).translate(_APOSTROPHES)
+    # NFKC can change lengths only for exotic characters; offsets are used for
+    # highlighting, so fall back to the original text when lengths differ.
+    if len(norm) != len(text):
+        norm = text.translate(_APOSTROPHES)
+    for m in _TOKEN.finditer(norm):
+        w = m.group(0).lower()
+        if w.endswith("'s"):
+            w = w[:-2]
+        w = w.replace("'", "")
+        if w:
+            yield w, m.start(), m.end()
+
+
+def analyze(text: str, stop: frozenset[str] = STOP_WORDS) -> list[str]:
+    """Terms of ``text`` as the lexical index stores them."""
+    return [term(w) for w, _, _ in _words(text) if w not in stop]
+
+
+def analyze_spans(text: str) -> list[tuple[str, int, int]]:
+    """``(term, start, end)`` for every indexed word of ``text`` (for highlighting)."""
+    return [(term(w), s, e) for w, s, e in _words(text) if w not in STOP_WORDS]
+
+
+def query_terms(question: str) -> list[str]:
+    """Terms of a natural-language question: no query syntax, no question words.
+
+    When a question is made only of question or stop words ("who is it?"), those
+    words are kept rather than returning nothing.
+    """
+    words = [w for w, _, _ in _words(question)]
+    kept = [w for w in words if w not in STOP_WORDS and w not in QUESTION_WORDS]
+    if not kept:
+        kept = [w for w in words if w not in STOP_WORDS] or words
+    return [term(w) for w in kept]
+
+
+def has_searchable_text(question: str) -> bool:
+    """True when the question has at least one word (letters or digits)."""
+    return any(True for _ in _words(question))

@@ -1,0 +1,214 @@
+"""Plain data classes for what travels between the stages and out of the faces.
+
+Each has ``to_dict()``; that dict is what ``--json``, HTTP and MCP return.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def content_hash(title: str, text: str) -> str:
+    """Stable hash of an article's content (title and normalised text)."""
+    h = hashlib.sha256()
+    h.update(title.encode("utf-8"))
+    h.update(b"\x00")
+    h.update(text.encode("utf-8"))
+    return h.hexdigest()[:32]
+
+
+@dataclass
+class Article:
+    """One news article, its text normalised (NFC, LF line ends, foreign lines dropped)."""
+
+    id: str
+    title: str
+    text: str
+    source: str = ""
+    url: str | None = None
+    published: str | None = None
+    path: str | None = None  # where it was read from, for `search reindex`
+    content_hash: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id, str) or not self.id:
+            raise ValueError("an article needs a non-empty string id")
+        if not isinstance(self.text, str):
+            raise ValueError(f"article {self.id!r}: text must be a string")
+        if not self.content_hash:
+            self.content_hash = content_hash(self.title, self.text)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "title": self.title,
+            "text": self.text,
+            "source": self.source,
+            "url": self.url,
+            "published": self.published,
+            "path": self.path,
+            "content_hash": self.content_hash,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Article:
+        return cls(
+            id=d["id"],
+            title=d.get("title") or "",
+            text=d["text"],
+            source=d.get("source") or "",
+            url=d.get("url"),
+            published=d.get("published"),
+            path=d.get("path"),
+            content_hash=d.get("content_hash") or "",
+        )
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A span of an article: ``article.text[start:end] == text`` always holds."""
+
+    id: str  # f"{doc_id}#{n}"
+    doc_id: str
+    start: int
+    end: int
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "doc_id": self.doc_id, "start": self.start, "end": self.end, "text": self.text}
+
+
+@dataclass
+class Hit:
+    """A retrieved passage with its fused score and the rank each retriever gave it."""
+
+    passage: Passage
+    score: float
+    rank: int = 0
+    title: str = ""
+    source: str = ""
+    url: str | None = None
+    published: str | None = None
+    bm25_rank: int | None = None
+    dense_rank: int | None = None
+    bm25_score: float | None = None
+    dense_score: float | None = None
+    terms: list[str] = field(default_factory=list)  # matched query terms, for highlighting
+    duplicates: list[str] = field(default_factory=list)  # ids of collapsed near-duplicate documents
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "rank": self.rank,
+            "passage_id": self.passage.id,
+            "doc_id": self.passage.doc_id,
+            "title": self.title,
+            "source": self.source,
+            "start": self.passage.start,
+            "end": self.passage.end,
+            "text": self.passage.text,
+            "score": float(self.score),
+            "bm25_rank": self.bm25_rank,
+            "dense_rank": self.dense_rank,
+        }
+        if self.url:
+            d["url"] = self.url
+        if self.published:
+            d["published"] = self.published
+        if self.duplicates:
+            d["duplicates"] = list(self.duplicates)
+        return d
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """A quoted sentence with the exact span it came from."""
+
+    text: str
+    doc_id: str
+    start: int
+    end: int
+    passage_rank: int  # the citation number: rank of the passage that holds it
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "doc_id": self.doc_id,
+            "start": self.start,
+            "end": self.end,
+            "passage_rank": self.passage_rank,
+        }
+
+
+@dataclass
+class Conflict:
+    """A version of the asked fact that other articles contradict."""
+
+    text: str
+    support: int
+    sentences: list[Sentence] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"text": self.text, "support": self.support, "sentences": [s.to_dict() for s in self.sentences]}
+
+
+@dataclass
+class AnswerBlock:
+    """The short answer (or None), the sentences that say it, and how many articles back it."""
+
+    text: str | None = None
+    sentences: list[Sentence] = field(default_factory=list)
+    support: int = 0
+    conflicts: list[Conflict] = field(default_factory=list)
+    articles: int = 0  # distinct articles among the passages considered ("n of m")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "sentences": [s.to_dict() for s in self.sentences],
+            "support": self.support,
+            "conflicts": [c.to_dict() for c in self.conflicts],
+        }
+
+
+@dataclass
+class Answer:
+    """What `ask` returns: the question, the ranked hits and (when computed) the answer block."""
+
+    question: str
+    mode: str
+    took_ms: float
+    hits: list[Hit]
+    answer: AnswerBlock | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "question": self.question,
+            "mode": self.mode,
+            "took_ms": round(float(self.took_ms), 3),
+            "passages": [h.to_dict() for h in self.hits],
+        }
+        if self.answer is not None:
+            d["answer"] = self.answer.to_dict()
+        return d
+
+    def to_context(self, max_chars: int = 4000) -> str:
+        """Prompt-ready text: numbered passages, each with title, source and span, within a budget."""
+        if max_chars <= 0:
+            raise ValueError("max_chars must be positive")
+        parts: list[str] = []
+        used = 0
+        for h in self.hits:
+            p = h.passage
+            src = f", {h.source}" if h.source else ""
+            head = f"[{h.rank}] {h.title or p.doc_id}{src} ({p.doc_id}:{p.start}-{p.end})\n"
+            block = head + p.text.strip() + "\n"
+            if used + len(block) > max_chars:
+                room = max_chars - used - len(head) - 2
+                if room > 80 and not parts:
+                    parts.append(head + p.text[:room].rstrip() + "…\n")
+                break
+            parts.append(block)
+            used += len(block) + 1
+        return "\n".join(parts)
