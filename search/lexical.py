@@ -231,8 +231,8 @@ class LexicalWriter:
         self._writer.add_document(pid=pid, doc_id=doc_id, text=analysed_text)
         self._added += 1
 
-    def commit(self, optimize: bool = False) -> None:
-        self._writer.commit(optimize=optimize)
+    def commit(self, optimize: bool = False, merge: bool = True) -> None:
+        self._writer.commit(optimize=optimize, merge=merge)
         # Corrections of segments that a merge rewrote are no longer needed.
         live = set(_segment_names(index.FileIndex(FileStorage(str(self.path)))))
         self._corr.segments = {k: v for k, v in self._corr.segments.items() if k in live}

@@ -1,0 +1,139 @@
+"""The local index on disk: round trip, generations, replace, remove, refusals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from search.embed import HashEmbedder
+from search.engine import Engine
+from search.errors import IndexFormatError, IndexMissingError, QueryError
+from search.types import Article
+
+A = Article(id="a.txt", title="Late winner", text="Lautaro Martinez headed home the winner in stoppage time.")
+B = Article(id="b.txt", title="Equaliser", text="Enzo Fernandez equalised in the 85th minute. Messi set him up.")
+
+
+def test_round_trip_reopens_without_reencoding(tmp_path: Path) -> None:
+    e = Engine.open(tmp_path / "idx", create=True, embedder=HashEmbedder())
+    e.add([A, B])
+    before = [h.to_dict() for h in e.search("who scored the winner", k=3)]
+    e.close()
+
+    class NoEncode(HashEmbedder):
+        def encode(self, *a, **k):  # reopening must not re-encode passages
+            raise AssertionError("re-encoded")
+
+    e2 = Engine.open(tmp_path / "idx", embedder=NoEncode())
+    after = [h.to_dict() for h in e2.search("who scored the winner", k=3)]
+    assert before == after
+    art = e2.get_document("a.txt")
+    for h in after:
+        doc = e2.get_document(h["doc_id"]).text
+        assert doc[h["start"] : h["end"]] == h["text"]
+    assert art.text == A.text
+    e2.close()
+
+
+def test_manifest_records_settings(hash_engine) -> None:
+    hash_engine.add([A])
+    m = hash_engine.manifest()
+    assert m["format"] == 1
+    assert m["embedding"] == {"model": "sentence-transformers/all-MiniLM-L6-v2", "dim": 384}
+    assert m["chunking"]["target_chars"] > 0
+    assert m["counts"] == {"documents": 1, "passages": 1}
+    assert m["package_version"]
+
+
+def test_replace_and_remove(hash_engine) -> None:
+    hash_engine.add([A, B])
+    r = hash_engine.add([A])
+    assert r.unchanged == ["a.txt"] and not r.added
+    new_a = Article(id="a.txt", title="Late winner", text="Kane missed a penalty in the first half.")
+    r = hash_engine.add([new_a])
+    assert r.replaced == ["a.txt"]
+    for mode in ("bm25", "dense", "hybrid"):
+        texts = [h.passage.text for h in hash_engine.search("Lautaro Martinez winner stoppage", k=10, mode=mode)]
+        assert all("Lautaro" not in t for t in texts)
+    assert any("penalty" in h.passage.text for h in hash_engine.search("penalty Kane", mode="bm25"))
+    r = hash_engine.remove(["a.txt", "zzz"])
+    assert r.removed == ["a.txt"] and r.missing == ["zzz"]
+    for mode in ("bm25", "dense", "hybrid"):
+        assert all(h.passage.doc_id != "a.txt" for h in hash_engine.search("penalty Kane", k=10, mode=mode))
+
+
+def test_missing_index_and_not_an_index(tmp_path: Path) -> None:
+    with pytest.raises(IndexMissingError, match="search index"):
+        Engine.open(tmp_path / "nope")
+    junk = tmp_path / "junk"
+    junk.mkdir()
+    (junk / "notes.txt").write_text("hello")
+    with pytest.raises(IndexFormatError, match="is not an index"):
+        Engine.open(junk, create=True)
+
+
+def test_other_model_or_format_is_refused(tmp_path: Path) -> None:
+    e = Engine.open(tmp_path / "idx", create=True, embedder=HashEmbedder())
+    e.add([A])
+    e.close()
+    gen = (tmp_path / "idx" / "CURRENT").read_text().strip()
+    mpath = tmp_path / "idx" / gen / "manifest.json"
+    m = json.loads(mpath.read_text())
+    m["embedding"]["model"] = "some/other-model"
+    mpath.write_text(json.dumps(m))
+    with pytest.raises(IndexFormatError, match="rebuild with `search reindex`"):
+        Engine.open(tmp_path / "idx", embedder=HashEmbedder())
+    m["format"] = 99
+    mpath.write_text(json.dumps(m))
+    with pytest.raises(IndexFormatError, match="format 99"):
+        Engine.open(tmp_path / "idx", embedder=HashEmbedder())
+
+
+def test_failed_write_leaves_previous_index(tmp_path: Path) -> None:
+    class Boom(HashEmbedder):
+        def encode(self, texts, **kw):
+            if any("explode" in t for t in texts):
+                raise RuntimeError("encoder failed")
+            return super().encode(texts, **kw)
+
+    e = Engine.open(tmp_path / "idx", create=True, embedder=Boom())
+    e.add([A, B])
+    with pytest.raises(RuntimeError):
+        e.index([Article(id="c.txt", title="", text="This will explode.")])
+    e.close()
+    e2 = Engine.open(tmp_path / "idx", embedder=HashEmbedder())
+    assert sorted(d.id for d in e2.documents()) == ["a.txt", "b.txt"]
+    assert e2.search("winner", k=1)[0].passage.doc_id == "a.txt"
+
+
+@pytest.mark.parametrize(
+    "question, message",
+    [
+        ("", "empty"),
+        ("   \n\t ", "empty"),
+        ("?!?! ... :: ** ()", "no words"),
+        ("x" * 100_000, "limit is 2,000"),
+    ],
+)
+def test_bad_questions(hash_engine, question: str, message: str) -> None:
+    hash_engine.add([A])
+    with pytest.raises(QueryError, match=message):
+        hash_engine.search(question)
+
+
+@pytest.mark.parametrize("q", ['"winner', "winner AND", "NOT winner", "winner*", "winner?", "title:winner", "(winner", "[winner]]", "OR"])
+def test_query_syntax_never_crashes(hash_engine, q: str) -> None:
+    hash_engine.add([A, B])
+    hits = hash_engine.search(q, k=2, mode="bm25")
+    if q.strip("\"()[]*?").lower() not in ("or",):
+        assert hits and hits[0].passage.doc_id == "a.txt"
+
+
+def test_bad_k_and_mode(hash_engine) -> None:
+    hash_engine.add([A])
+    with pytest.raises(ValueError, match="from 1 to 100"):
+        hash_engine.search("winner", k=0)
+    with pytest.raises(ValueError, match="choose one of"):
+        hash_engine.search("winner", mode="sparse")
