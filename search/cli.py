@@ -253,8 +253,11 @@ def _ensure_index(index_dir: str, backend: str, uri: str | None) -> Any:
 @click.option("-k", "k", type=click.IntRange(1, 100), default=5, show_default=True, help="How many passages.")
 @click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+@click.option("--all-copies", is_flag=True, help="Show every copy of syndicated stories (default: collapse them).")
 @_index_option
-def ask_cmd(question: str, k: int, mode: str, as_json: bool, index_dir: str, backend: str, uri: str | None) -> None:
+def ask_cmd(
+    question: str, k: int, mode: str, as_json: bool, all_copies: bool, index_dir: str, backend: str, uri: str | None
+) -> None:
     """Answer a question with ranked, cited passages.
 
     Example: search ask "who scored the winner"
@@ -263,7 +266,7 @@ def ask_cmd(question: str, k: int, mode: str, as_json: bool, index_dir: str, bac
 
     Engine.check_question(question)
     with _ensure_index(index_dir, backend, uri) as engine:
-        result = engine.ask(question, k=k, mode=mode)
+        result = engine.ask(question, k=k, mode=mode, collapse=not all_copies)
         if as_json:
             click.echo(json.dumps(result.to_dict(), ensure_ascii=False))
             return

@@ -228,6 +228,7 @@ class Engine:
         if reset:
             report.removed = [d.id for d in self._backend.docs() if d.id not in by_id]
         batch = self._prepare(todo, progress)
+        self._mark_duplicates(batch, report, reset)
         batch.reset = reset
         batch.sources = sources
         report.passages = sum(len(p) for p in batch.passages)
@@ -263,8 +264,29 @@ class Engine:
             batch.passages.append(ps)
             batch.vectors.append(vectors[at : at + len(ps)])
             batch.duplicate_of.append(None)
+            batch.minhash.append("")
             at += len(ps)
         return batch
+
+    def _mark_duplicates(self, batch: WriteBatch, report: WriteReport, reset: bool) -> None:
+        """Record which new articles copy a story already indexed (or earlier in the batch)."""
+        from . import dedup
+
+        finder = dedup.DuplicateFinder()
+        replaced = {a.id for a in batch.articles}
+        if not reset:
+            for rec in self._backend.docs():
+                if rec.minhash and rec.id not in replaced:
+                    finder.add(rec.id, dedup.decode(rec.minhash), rec.duplicate_of)
+        for i, a in enumerate(batch.articles):
+            sig = dedup.signature(a.text)
+            batch.minhash[i] = dedup.encode(sig)
+            found = finder.find(a.id, sig)
+            group = found[0] if found else None
+            batch.duplicate_of[i] = group
+            if group:
+                report.duplicates[a.id] = group
+            finder.add(a.id, sig, group)
 
     def remove(self, doc_ids: Iterable[str]) -> WriteReport:
         """Remove documents by id; ids not in the index are reported as missing."""
@@ -308,22 +330,27 @@ class Engine:
             raise QueryError("the question has no words to search for (only punctuation or symbols): use words")
         return q
 
-    def search(self, question: str, k: int = 10, mode: str = "hybrid") -> list[Hit]:
-        """Ranked passages for a question (``mode``: hybrid, bm25 or dense)."""
+    def search(self, question: str, k: int = 10, mode: str = "hybrid", collapse: bool | None = None) -> list[Hit]:
+        """Ranked passages for a question (``mode``: hybrid, bm25 or dense).
+
+        With ``collapse`` (default: the engine's setting, on), copies of one story
+        count once: only the first copy's passages are returned, naming the others.
+        """
+        collapse = self.collapse_duplicates if collapse is None else collapse
         q = self.check_question(question)
         m = Mode.from_str(mode) if isinstance(mode, str) else Mode(mode)
         if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
             raise ValueError(f"k must be a whole number from 1 to {MAX_K}")
-        self._backend.refresh()
+        view = self._backend.reader()  # one generation for the whole query
         terms = query_terms(q)
         depth = max(CANDIDATES, k * 3)
         lex: list[tuple[str, float]] = []
         den: list[tuple[str, float]] = []
         if m in (Mode.BM25, Mode.HYBRID):
-            lex = self._backend.lexical(terms, depth)
+            lex = view.lexical_search(terms, depth)
         if m in (Mode.DENSE, Mode.HYBRID):
             vec = self.embedder.encode_query(q)
-            den = self._backend.dense(vec, depth)
+            den = view.dense(vec, depth)
         if m is Mode.BM25:
             fused = lex
         elif m is Mode.DENSE:
@@ -340,11 +367,11 @@ class Engine:
         hits: list[Hit] = []
         seen_groups: dict[str, Hit] = {}
         for pid, score in fused:
-            p = self._backend.passage(pid)
+            p = view.passage(pid)
             if p is None:
                 continue
-            rec = self._backend.doc(p.doc_id)
-            if self.collapse_duplicates and rec is not None:
+            rec = view.doc(p.doc_id)
+            if collapse and rec is not None:
                 group = rec.duplicate_of or rec.id
                 first = seen_groups.get(group)
                 if first is not None:
@@ -374,10 +401,12 @@ class Engine:
             h.rank = i
         return hits
 
-    def ask(self, question: str, k: int = 5, mode: str = "hybrid", answer: bool = True) -> Answer:
+    def ask(
+        self, question: str, k: int = 5, mode: str = "hybrid", answer: bool = True, collapse: bool | None = None
+    ) -> Answer:
         """Search, then (with ``answer``) extract a short answer with its supporting sentences."""
         t0 = time.perf_counter()
-        hits = self.search(question, k=k, mode=mode)
+        hits = self.search(question, k=k, mode=mode, collapse=collapse)
         block = None
         if answer:
             try:

@@ -30,6 +30,7 @@ class DocRecord:
     added: str = ""
     passages: int = 0
     duplicate_of: str | None = None  # id of the first-seen copy of a near-duplicate story
+    minhash: str = ""  # near-duplicate signature (search.dedup), not shown to users
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -57,14 +58,26 @@ class WriteBatch:
     passages: list[list[Passage]] = field(default_factory=list)  # per article
     vectors: list[np.ndarray] = field(default_factory=list)  # per article, float32 [n, dim]
     duplicate_of: list[str | None] = field(default_factory=list)  # per article
+    minhash: list[str] = field(default_factory=list)  # per article
     remove: list[str] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)  # paths to record for `reindex`
     reset: bool = False  # drop every existing document first (a full rebuild)
 
 
+class Reader(Protocol):
+    """One consistent view of the index, used for a whole query."""
+
+    def lexical_search(self, terms: Sequence[str], k: int) -> list[tuple[str, float]]: ...
+    def dense(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]: ...
+    def passage(self, pid: str) -> Passage | None: ...
+    def article(self, doc_id: str) -> Article | None: ...
+    def doc(self, doc_id: str) -> DocRecord | None: ...
+
+
 class Backend(Protocol):
     """The operations the engine needs from an index store."""
 
+    def reader(self) -> Reader: ...
     def refresh(self) -> bool: ...
     def write(self, batch: WriteBatch) -> None: ...
     def lexical(self, terms: Sequence[str], k: int) -> list[tuple[str, float]]: ...

@@ -188,6 +188,25 @@ class Snapshot:
         self.lexical = lx.LexicalIndex(self.dir / "lexical", k1=bm25.get("k1", 0.9), b=bm25.get("b", 0.4))
         self._lex_lock = threading.Lock()
 
+    # The reading interface, bound to this one generation: a query that uses a
+    # snapshot for both retrievers can never mix two generations.
+    def lexical_search(self, terms: Sequence[str], k: int) -> list[tuple[str, float]]:
+        with self._lex_lock:
+            return self.lexical.search(list(terms), k)
+
+    def dense(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
+        hits = search_segments(self.vector_segments, vector, k)
+        return [(self.segments[name].pids[row], score) for score, name, row in hits]
+
+    def passage(self, pid: str) -> Passage | None:
+        return self.passages.get(pid)
+
+    def article(self, doc_id: str) -> Article | None:
+        return self.articles.get(doc_id)
+
+    def doc(self, doc_id: str) -> DocRecord | None:
+        return self.docs.get(doc_id)
+
     def close(self) -> None:
         self.lexical.close()
 
@@ -215,13 +234,13 @@ class LocalBackend:
                     raise
                 time.sleep(0.05)
                 continue
-            old, self._snap = self._snap, snap
+            # The old snapshot is not closed here: another thread may be in the
+            # middle of a query on it. It is freed when the last query drops it.
+            self._snap = snap
             live = {s["name"] for s in snap.manifest["segments"]}
             for name in list(self._cache):
                 if name not in live:
                     del self._cache[name]
-            if old is not None:
-                old.close()
             return
 
     def refresh(self) -> bool:
@@ -243,24 +262,25 @@ class LocalBackend:
         assert self._snap is not None
         return self._snap
 
+    def reader(self) -> Snapshot:
+        """The newest generation, as one consistent view for a whole query."""
+        self.refresh()
+        return self.snap
+
     def lexical(self, terms: Sequence[str], k: int) -> list[tuple[str, float]]:
-        snap = self.snap
-        with snap._lex_lock:
-            return snap.lexical.search(list(terms), k)
+        return self.snap.lexical_search(terms, k)
 
     def dense(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
-        snap = self.snap
-        hits = search_segments(snap.vector_segments, vector, k)
-        return [(snap.segments[name].pids[row], score) for score, name, row in hits]
+        return self.snap.dense(vector, k)
 
     def passage(self, pid: str) -> Passage | None:
-        return self.snap.passages.get(pid)
+        return self.snap.passage(pid)
 
     def article(self, doc_id: str) -> Article | None:
-        return self.snap.articles.get(doc_id)
+        return self.snap.article(doc_id)
 
     def doc(self, doc_id: str) -> DocRecord | None:
-        return self.snap.docs.get(doc_id)
+        return self.snap.doc(doc_id)
 
     def docs(self) -> list[DocRecord]:
         return list(self.snap.docs.values())
@@ -441,6 +461,7 @@ def write_generation(root: Path, batch: WriteBatch) -> str:
         passages=[batch.passages[i] for i in keep],
         vectors=[batch.vectors[i] for i in keep],
         duplicate_of=[batch.duplicate_of[i] if i < len(batch.duplicate_of) else None for i in keep],
+        minhash=[batch.minhash[i] if i < len(batch.minhash) else "" for i in keep],
         remove=batch.remove,
         sources=batch.sources,
         reset=batch.reset,
@@ -478,6 +499,7 @@ def write_generation(root: Path, batch: WriteBatch) -> str:
                     "added": ts,
                     "passages": len(ps),
                     "duplicate_of": dup,
+                    "minhash": batch.minhash[i],
                     "segment": name,
                     "row_start": len(rows),
                 }

@@ -1,0 +1,100 @@
+"""Near-duplicate detection: MinHash over word shingles.
+
+Syndicated copies and lightly edited versions of one story share most of their
+five-word shingles; different reports of the same match share almost none (they
+tell the same facts in other words). MinHash estimates the Jaccard similarity of two
+articles' shingle sets from 128 minima, so a new article is compared with every
+indexed one in a few microseconds each.
+
+The threshold is measured on real data (BBC Sport, 737 articles, 271k pairs; run
+``scripts/dedup_threshold.py``): every pair scoring 0.5 or more is one story
+republished under another headline (or an update of it); the highest pair of
+different stories (a follow-up: "Trial date is set for Balco case" / "... pushed
+back") scores 0.22. Copies edited by us (a sentence rewritten, one added, one
+dropped) score 0.77 at the median and 0.45 at the 1st percentile. 0.4 sits in the gap.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import zlib
+
+import numpy as np
+
+NUM_PERM = 128
+SHINGLE = 5
+THRESHOLD = 0.4
+
+# Universal hashing (a*x + b) mod p with the Mersenne prime p = 2^31 - 1: x, a, b < p,
+# so a*x + b < 2^62 never overflows, and the modulus wraps often enough to mix.
+_P = np.uint64((1 << 31) - 1)
+_rng = np.random.default_rng(0x5EED)  # fixed: signatures must agree across processes
+_A = _rng.integers(1, (1 << 31) - 1, NUM_PERM, dtype=np.uint64)
+_B = _rng.integers(0, (1 << 31) - 1, NUM_PERM, dtype=np.uint64)
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def shingles(text: str, n: int = SHINGLE) -> np.ndarray:
+    """Stable 32-bit hashes of the text's word n-grams (lower-cased)."""
+    words = _WORD.findall(text.lower())
+    if len(words) < n:
+        grams = [" ".join(words)] if words else []
+    else:
+        grams = [" ".join(words[i : i + n]) for i in range(len(words) - n + 1)]
+    return np.unique(np.fromiter((zlib.crc32(g.encode("utf-8")) for g in grams), dtype=np.uint64, count=len(grams)))
+
+
+def signature(text: str) -> np.ndarray:
+    """MinHash signature (``uint32[NUM_PERM]``) of the text's shingle set."""
+    x = shingles(text) % _P
+    if len(x) == 0:
+        return np.full(NUM_PERM, np.iinfo(np.uint32).max, dtype=np.uint32)
+    h = (_A[:, None] * x[None, :] + _B[:, None]) % _P
+    return h.min(axis=1).astype(np.uint32)
+
+
+def similarity(a: np.ndarray, b: np.ndarray) -> float:
+    """Estimated Jaccard similarity of two signatures."""
+    return float(np.mean(a == b))
+
+
+def encode(sig: np.ndarray) -> str:
+    return base64.b64encode(np.asarray(sig, dtype="<u4").tobytes()).decode("ascii")
+
+
+def decode(s: str) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(s), dtype="<u4").astype(np.uint32)
+
+
+class DuplicateFinder:
+    """Finds, for a new article, the indexed story it copies (if any)."""
+
+    def __init__(self, threshold: float = THRESHOLD) -> None:
+        if not 0.0 < threshold <= 1.0:
+            raise ValueError("the near-duplicate threshold must be in (0, 1]")
+        self.threshold = threshold
+        self._ids: list[str] = []
+        self._groups: list[str] = []
+        self._sigs: list[np.ndarray] = []
+        self._matrix: np.ndarray | None = None
+
+    def add(self, doc_id: str, sig: np.ndarray, group: str | None = None) -> None:
+        self._ids.append(doc_id)
+        self._groups.append(group or doc_id)
+        self._sigs.append(sig)
+        self._matrix = None
+
+    def find(self, doc_id: str, sig: np.ndarray) -> tuple[str, float] | None:
+        """``(group id, similarity)`` of the most similar other story above the threshold."""
+        if not self._sigs:
+            return None
+        if self._matrix is None:
+            self._matrix = np.stack(self._sigs)
+        sims = (self._matrix == sig[None, :]).mean(axis=1)
+        for i in np.argsort(-sims):
+            if sims[i] < self.threshold:
+                return None
+            if self._ids[i] != doc_id:
+                return self._groups[i], float(sims[i])
+        return None
