@@ -88,6 +88,7 @@ _MAX_HEADING_WORDS = 12
 _MAX_HEADING_CHARS = 100
 _MAX_INLINE_HEADING_WORDS = 8
 _FLATTENED_CHARS = 1200
+_MAX_HEADINGS_IN_A_ROW = 2  # "Section" then "Subsection" still heads the text below
 
 
 @dataclass(frozen=True)
@@ -150,7 +151,25 @@ def segment(text: str) -> list[Unit]:
                 head_end, body_start = cut
                 units.append(Unit(s, head_end, True))
                 units.append(Unit(body_start, e))
-    return units
+    return _unflag_lists(units)
+
+
+def _unflag_lists(units: list[Unit]) -> list[Unit]:
+    """Three or more "headings" in a row are a list (fixtures, seedings), not headings.
+
+    A heading heads text; a run of short unpunctuated lines is content, and flagging it
+    would also let one passage grow without bound (a heading never ends a passage).
+    """
+    out = list(units)
+    i = 0
+    while i < len(out):
+        j = i
+        while j < len(out) and out[j].heading:
+            j += 1
+        if j - i > _MAX_HEADINGS_IN_A_ROW:
+            out[i:j] = [Unit(u.start, u.end) for u in out[i:j]]
+        i = max(j, i + 1)
+    return out
 
 
 # --- lines, blocks and pieces ---------------------------------------------------------

@@ -135,6 +135,14 @@ def test_headings_on_their_own_line_are_units() -> None:
     assert [text[s:e] for s, e in heading_spans(text)] == ["The Comeback", "Messi sparks comeback"]
 
 
+def test_a_list_of_short_lines_is_not_a_run_of_headings() -> None:
+    text = "The draw was made.\n" + "\n".join(f"{i} Player Name (Country)" for i in range(1, 40)) + "\nDone."
+    assert heading_spans(text) == []
+    assert all(len(p.text) <= 700 for p in chunk("d", text))
+    two = "Report\nFirst half\nArgentina pressed."
+    assert [two[s:e] for s, e in heading_spans(two)] == ["Report", "First half"]
+
+
 def test_last_line_without_punctuation_is_not_a_heading() -> None:
     assert heading_spans("Argentina won.\nReferee: R Styles (Hampshire)") == []
 
