@@ -22,7 +22,9 @@ import numpy as np
 from .backends import Backend, DocRecord, WriteBatch
 from .errors import DocumentNotFoundError, IndexFormatError, IndexMissingError, QueryError
 from .fusion import RRF_K, Fusion, Mode, convex, rrf
+from .rerank import RERANK_DEPTH, rerank
 from .text import analyze_spans, has_searchable_text, query_terms
+from .vocab import expand
 from .types import Answer, Article, Hit, Passage
 
 log = logging.getLogger(__name__)
@@ -32,7 +34,7 @@ MAX_QUESTION_CHARS = 2000
 MAX_K = 100
 CHUNK_TARGET = 700
 CHUNK_OVERLAP = 1
-CHUNK_VERSION = 1
+CHUNK_VERSION = 2  # bump whenever search.chunk changes what passages it makes
 # How deep each retriever goes before fusion: deep enough that a passage ranked well
 # by one side and poorly by the other still meets itself in the fused list.
 CANDIDATES = 100
@@ -83,15 +85,17 @@ class Engine:
         path: str | os.PathLike[str] | None = None,
         *,
         create: bool = False,
-        embedder: str | Any = "auto",
+        embedder: str | Any | None = None,
         backend: str | None = None,
         uri: str | None = None,
         fusion: str = "rrf",
         rrf_k: int = RRF_K,
         collapse_duplicates: bool = True,
+        rerank: bool = True,
     ) -> None:
         self.path = Path(path) if path is not None else default_index_path()
-        self._embedder_spec = embedder
+        # SEARCH_EMBEDDER lets tests and servers choose the backend ("hash" is the fake).
+        self._embedder_spec = embedder if embedder is not None else os.environ.get("SEARCH_EMBEDDER", "auto")
         self._embedder: Any = None
         self._embed_lock = threading.Lock()
         self.fusion = Fusion.from_str(fusion)
@@ -99,6 +103,7 @@ class Engine:
             raise ValueError("rrf_k must be non-negative")
         self.rrf_k = rrf_k
         self.collapse_duplicates = collapse_duplicates
+        self.rerank = rerank
         self.backend_name = (backend or os.environ.get("SEARCH_BACKEND") or "local").lower()
         self.uri = uri or os.environ.get("SEARCH_URI")
         self._backend: Backend = self._open_backend(create)
@@ -118,11 +123,19 @@ class Engine:
     def close(self) -> None:
         self._backend.close()
 
-    def _settings(self) -> dict[str, Any]:
+    def _model_id(self) -> tuple[str, int]:
+        """The model the index's vectors come from (the fake embedder is its own model)."""
         from .embed import DIM, MODEL_ID
 
+        spec = self._embedder_spec
+        if isinstance(spec, str):
+            return ("hash", DIM) if spec == "hash" else (MODEL_ID, DIM)
+        return getattr(spec, "model_id", MODEL_ID), int(getattr(spec, "dim", DIM))
+
+    def _settings(self) -> dict[str, Any]:
+        model, dim = self._model_id()
         return {
-            "embedding": {"model": MODEL_ID, "dim": DIM},
+            "embedding": {"model": model, "dim": dim},
             "chunking": {"target_chars": CHUNK_TARGET, "overlap": CHUNK_OVERLAP, "version": CHUNK_VERSION},
             "bm25": {"k1": 0.9, "b": 0.4},
         }
@@ -238,12 +251,17 @@ class Engine:
         return report
 
     def _prepare(self, articles: list[Article], progress: Callable[[str, int, int], None] | None) -> WriteBatch:
-        from .chunk import chunk
+        from .chunk import chunk, segment
 
         batch = WriteBatch()
         all_passages: list[list[Passage]] = []
         for a in articles:
-            all_passages.append(chunk(a.id, a.text, target_chars=CHUNK_TARGET, overlap=CHUNK_OVERLAP))
+            ps = chunk(a.id, a.text, target_chars=CHUNK_TARGET, overlap=CHUNK_OVERLAP)
+            all_passages.append(ps)
+            # Sentence spans are stored with each passage so the query-time reranker and
+            # the answer module never re-split text.
+            units = [(u.start, u.end) for u in segment(a.text) if not u.heading]
+            batch.sentences.append([[(s, e) for s, e in units if s >= p.start and e <= p.end] for p in ps])
         texts = [p.text for ps in all_passages for p in ps]
         total = len(texts)
         done = 0
@@ -343,11 +361,12 @@ class Engine:
             raise ValueError(f"k must be a whole number from 1 to {MAX_K}")
         view = self._backend.reader()  # one generation for the whole query
         terms = query_terms(q)
+        expansions = expand(terms)
         depth = max(CANDIDATES, k * 3)
         lex: list[tuple[str, float]] = []
         den: list[tuple[str, float]] = []
         if m in (Mode.BM25, Mode.HYBRID):
-            lex = view.lexical_search(terms, depth)
+            lex = view.lexical_search(terms, depth, expansions)
         if m in (Mode.DENSE, Mode.HYBRID):
             vec = self.embedder.encode_query(q)
             den = view.dense(vec, depth)
@@ -355,10 +374,14 @@ class Engine:
             fused = lex
         elif m is Mode.DENSE:
             fused = den
-        elif self.fusion is Fusion.RRF:
-            fused = rrf([lex, den], k=self.rrf_k)
         else:
-            fused = convex(lex, den)
+            if self.fusion is Fusion.RRF:
+                fused = rrf([lex, den], k=self.rrf_k)
+            else:
+                fused = convex(lex, den)
+            if self.rerank:
+                head = rerank(q, terms, expansions, fused[:RERANK_DEPTH], view.sentences, view.idf)
+                fused = head + fused[RERANK_DEPTH:]
         lex_rank = {pid: i for i, (pid, _) in enumerate(lex, 1)}
         den_rank = {pid: i for i, (pid, _) in enumerate(den, 1)}
         lex_score = dict(lex)

@@ -33,7 +33,7 @@ STOP_WORDS = frozenset(
 QUESTION_WORDS = frozenset(
     "who whom whose what which when where why how did does do done was were is are am been "
     "has have had can could would should shall may might must tell me please about any some "
-    "i you we our us your".split()
+    "i you we our us your like".split()
 )
 
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "`": "'", "\u00b4": "'"})

@@ -27,6 +27,8 @@ def test_round_trip_reopens_without_reencoding(tmp_path: Path) -> None:
             raise AssertionError("re-encoded")
 
     e2 = Engine.open(tmp_path / "idx", embedder=NoEncode())
+    with pytest.raises(IndexFormatError, match="embedding model hash"):
+        Engine.open(tmp_path / "idx", embedder="auto")
     after = [h.to_dict() for h in e2.search("who scored the winner", k=3)]
     assert before == after
     art = e2.get_document("a.txt")
@@ -41,7 +43,7 @@ def test_manifest_records_settings(hash_engine) -> None:
     hash_engine.add([A])
     m = hash_engine.manifest()
     assert m["format"] == 1
-    assert m["embedding"] == {"model": "sentence-transformers/all-MiniLM-L6-v2", "dim": 384}
+    assert m["embedding"] == {"model": "hash", "dim": 384}  # the fake embedder is its own model
     assert m["chunking"]["target_chars"] > 0
     assert m["counts"] == {"documents": 1, "passages": 1}
     assert m["package_version"]

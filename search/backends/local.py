@@ -105,6 +105,7 @@ class _Segment:
     pids: list[str]
     doc_ids: list[str]
     spans: list[tuple[int, int]]
+    sents: list[list[tuple[int, int]]]
     articles: dict[str, Article]
 
 
@@ -113,12 +114,14 @@ def _load_segment(gen_dir: Path, name: str) -> _Segment:
     pids: list[str] = []
     doc_ids: list[str] = []
     spans: list[tuple[int, int]] = []
+    sents: list[list[tuple[int, int]]] = []
     with open(gen_dir / f"{name}.jsonl", encoding="utf-8") as f:
         for line in f:
             r = json.loads(line)
             pids.append(r["id"])
             doc_ids.append(r["doc_id"])
             spans.append((r["start"], r["end"]))
+            sents.append([(a, b) for a, b in r.get("sents", [])])
     articles: dict[str, Article] = {}
     with open(gen_dir / f"{name}.articles.jsonl", encoding="utf-8") as f:
         for line in f:
@@ -126,7 +129,7 @@ def _load_segment(gen_dir: Path, name: str) -> _Segment:
             articles[a.id] = a
     if len(pids) != len(vectors):
         raise IndexFormatError(f"{gen_dir}/{name}: {len(pids)} passages but {len(vectors)} vectors")
-    return _Segment(name, vectors, pids, doc_ids, spans, articles)
+    return _Segment(name, vectors, pids, doc_ids, spans, sents, articles)
 
 
 class Snapshot:
@@ -190,9 +193,11 @@ class Snapshot:
 
     # The reading interface, bound to this one generation: a query that uses a
     # snapshot for both retrievers can never mix two generations.
-    def lexical_search(self, terms: Sequence[str], k: int) -> list[tuple[str, float]]:
+    def lexical_search(
+        self, terms: Sequence[str], k: int, expansions: Sequence[str] | None = None
+    ) -> list[tuple[str, float]]:
         with self._lex_lock:
-            return self.lexical.search(list(terms), k)
+            return self.lexical.search(list(terms), k, list(expansions or []))
 
     def dense(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
         hits = search_segments(self.vector_segments, vector, k)
@@ -206,6 +211,18 @@ class Snapshot:
 
     def doc(self, doc_id: str) -> DocRecord | None:
         return self.docs.get(doc_id)
+
+    def sentences(self, pid: str) -> list[str]:
+        loc = self.locations.get(pid)
+        if loc is None:
+            return []
+        seg = self.segments[loc[0]]
+        text = self.articles[seg.doc_ids[loc[1]]].text
+        return [text[a:b] for a, b in seg.sents[loc[1]]]
+
+    def idf(self, term: str) -> float:
+        with self._lex_lock:
+            return self.lexical.idf(term)
 
     def close(self) -> None:
         self.lexical.close()
@@ -267,8 +284,8 @@ class LocalBackend:
         self.refresh()
         return self.snap
 
-    def lexical(self, terms: Sequence[str], k: int) -> list[tuple[str, float]]:
-        return self.snap.lexical_search(terms, k)
+    def lexical(self, terms: Sequence[str], k: int, expansions: Sequence[str] | None = None) -> list[tuple[str, float]]:
+        return self.snap.lexical_search(terms, k, expansions)
 
     def dense(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
         return self.snap.dense(vector, k)
@@ -462,6 +479,7 @@ def write_generation(root: Path, batch: WriteBatch) -> str:
         vectors=[batch.vectors[i] for i in keep],
         duplicate_of=[batch.duplicate_of[i] if i < len(batch.duplicate_of) else None for i in keep],
         minhash=[batch.minhash[i] if i < len(batch.minhash) else "" for i in keep],
+        sentences=[batch.sentences[i] if i < len(batch.sentences) else [] for i in keep],
         remove=batch.remove,
         sources=batch.sources,
         reset=batch.reset,
@@ -504,8 +522,9 @@ def write_generation(root: Path, batch: WriteBatch) -> str:
                     "row_start": len(rows),
                 }
                 arts.append(json.dumps(art.to_dict(), ensure_ascii=False))
-                for p in ps:
-                    rows.append({"id": p.id, "doc_id": p.doc_id, "start": p.start, "end": p.end})
+                sents = batch.sentences[i] if batch.sentences[i] else [[] for _ in ps]
+                for p, ss in zip(ps, sents):
+                    rows.append({"id": p.id, "doc_id": p.doc_id, "start": p.start, "end": p.end, "sents": ss})
                     writer.add(p.id, p.doc_id, " ".join(analyze(p.text)))
                 vecs.append(np.asarray(batch.vectors[i], dtype=np.float32).reshape(len(ps), -1))
             dim = int(manifest.get("embedding", {}).get("dim", 0)) or (vecs[0].shape[1] if vecs else 0)
@@ -587,7 +606,9 @@ def _merge_vector_segments(
             arts.append(json.dumps(s.articles[doc_id].to_dict(), ensure_ascii=False))
             new_start = len(rows)
             for i in range(lo, hi):
-                rows.append({"id": s.pids[i], "doc_id": doc_id, "start": s.spans[i][0], "end": s.spans[i][1]})
+                rows.append(
+                    {"id": s.pids[i], "doc_id": doc_id, "start": s.spans[i][0], "end": s.spans[i][1], "sents": s.sents[i]}
+                )
             vecs.append(np.asarray(s.vectors[lo:hi], dtype=np.float32))
             r["segment"], r["row_start"] = new, new_start
         save_vectors(tmp / f"{new}.npy", np.concatenate(vecs))

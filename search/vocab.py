@@ -1,0 +1,84 @@
+"""Football vocabulary: words that match reports use for the same thing.
+
+A question says "goalkeeper", the report says "keeper"; a question asks for "the
+winner", the report for "the winning goal". Each group below is a set of words a
+reader would accept for one another in match coverage. A question's terms are
+expanded with the other members of their groups, at a lower weight than the words
+the user typed (see :data:`EXPANSION_WEIGHT`), for BM25 and for the sentence-level
+reranker. Groups are general football and news vocabulary, not tuned to any
+question set; single words only (the analyser stems them;
+hyphenated words that split into two terms are left out).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from .text import analyze
+
+EXPANSION_WEIGHT = 0.5
+
+GROUPS = [
+    "goalkeeper keeper goalie goalkeeping",
+    "manager coach boss gaffer",
+    "captain skipper armband",
+    "winner winning decisive clincher",
+    "equaliser equalizer leveller equalising equalizing equalised equalized levelled leveled",
+    "shot strike effort drive attempt finish",
+    "header headed heading",
+    "penalty spot-kick pens",
+    "stadium venue ground arena",
+    "match game fixture tie contest clash encounter meeting",
+    "famous iconic legendary historic memorable celebrated",
+    "celebrate celebration celebrations celebrating jubilant",
+    "defender defenders centre-back fullback full-back defence defense",
+    "striker forward frontman",
+    "midfielder midfield playmaker",
+    "substitute sub replacement introduced bench",
+    "injury injured knock fitness",
+    "sacked fired dismissed axed",
+    "signing signed joined recruit transfer",
+    "weather heat sweltering humid humidity rain rainy wet cold windy wind snow temperature conditions",
+    "crowd fans supporters spectators attendance",
+    "referee ref official officials",
+    "booked booking caution yellow",
+    "halftime half-time interval break",
+    "beat defeated victory win won triumph",
+    "defeat lost loss beaten",
+    "semi-final semifinal semi",
+    "trophy title championship crown",
+    "assist assists provider",
+    "said told admitted insisted added described",
+    "comeback fightback recovery",
+    "opener opening",
+]
+
+
+def _build() -> dict[str, frozenset[str]]:
+    index: dict[str, set[str]] = {}
+    for g in GROUPS:
+        # "half-time" analyses to two terms; only single-term words can stand in.
+        terms = {toks[0] for w in g.split() if len(toks := analyze(w)) == 1}
+        for t in terms:
+            index.setdefault(t, set()).update(terms)
+    return {t: frozenset(v - {t}) for t, v in index.items()}
+
+
+_GROUP_OF = _build()
+
+
+@lru_cache(maxsize=4096)
+def _expand(terms: tuple[str, ...]) -> tuple[str, ...]:
+    seen = set(terms)
+    out: list[str] = []
+    for t in terms:
+        for x in sorted(_GROUP_OF.get(t, ())):
+            if x not in seen:
+                seen.add(x)
+                out.append(x)
+    return tuple(out)
+
+
+def expand(terms: list[str]) -> list[str]:
+    """Index terms related to ``terms`` (not including them), in a stable order."""
+    return list(_expand(tuple(terms)))
