@@ -1,0 +1,416 @@
+"""The HTTP face: a FastAPI app over one :class:`search.engine.Engine`.
+
+Routes are named after the engine's methods and return the same dicts as the CLI's
+``--json`` (``Answer.to_dict()``, ``WriteReport.to_dict()``, ``Engine.stats()``)::
+
+    GET  /ask?q=...&k=5&mode=hybrid      POST /ask {"question", "k", "mode"}
+    GET  /search?q=...&k=10&mode=hybrid  (the ask dict without "answer")
+    GET  /documents/{id}                 POST /documents {"id", "title", "text", ...}
+    DELETE /documents/{id}               GET /stats    GET /healthz    GET /docs
+
+Every error is ``{"error": {"code": ..., "message": ...}}`` with its status; no traceback
+ever reaches a client. Writes need ``Authorization: Bearer <token>``: with no token
+configured they are refused (403); a missing or wrong token is 401.
+
+The engine is synchronous, so the endpoints are plain ``def`` functions that Starlette
+runs in its threadpool: reads run in parallel (the engine is thread-safe for queries),
+writes are serialised by a lock here, since one engine writes through one index lock.
+
+Build the app with :func:`create_app`; ``search serve`` runs it under uvicorn.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import os
+import threading
+from collections.abc import Awaitable, Callable, MutableMapping
+from contextlib import asynccontextmanager
+from typing import Annotated, Any, Literal
+
+from .engine import MAX_K, Engine
+from .errors import (
+    DocumentNotFoundError,
+    IngestError,
+    MissingExtraError,
+    QueryError,
+    SearchError,
+    WriterBusyError,
+)
+from .ingest import MAX_ID_CHARS
+from .types import Article
+
+try:
+    from fastapi import Depends, FastAPI, Header, Path, Query, Request
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import JSONResponse
+    from pydantic import BaseModel, ConfigDict, Field
+    from starlette.exceptions import HTTPException as StarletteHTTPException
+except ImportError as e:  # pragma: no cover - depends on the environment
+    raise MissingExtraError(
+        f"the HTTP server needs fastapi and uvicorn ({e.name} is missing): pip install 'search[serve]'"
+    ) from None
+
+log = logging.getLogger(__name__)
+
+TOKEN_ENV = "SEARCH_API_TOKEN"
+#: Largest request body accepted, checked on Content-Length and on the bytes streamed.
+MAX_BODY_BYTES = 1_000_000
+#: Seconds a client is told to wait when another process holds the index's writer lock.
+RETRY_AFTER_S = 2
+
+Mode = Literal["hybrid", "bm25", "dense"]
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+# -- request parameters and bodies -------------------------------------------------------------------
+QuestionParam = Annotated[
+    str, Query(description="The question (at most 2,000 characters).", examples=["who scored the winner"])
+]
+KParam = Annotated[int, Query(ge=1, le=MAX_K, description="How many passages.")]
+ModeParam = Annotated[Mode, Query(description="hybrid, bm25 or dense.")]
+DocIdParam = Annotated[str, Path(description="The document id; it may contain '/'.")]
+AuthHeader = Annotated[str | None, Header(description="Bearer <token>, for writes.")]
+
+
+class AskBody(BaseModel):
+    """A question, as the body of POST /ask."""
+
+    question: str = Field(
+        description="The question, at most 2,000 characters.", examples=["who scored the winner"]
+    )
+    k: int = Field(5, ge=1, le=MAX_K, description="How many passages to return.")
+    mode: Mode = Field("hybrid", description="hybrid, bm25 or dense retrieval.")
+
+
+class ArticleBody(BaseModel):
+    """One article, as a line of JSONL ingestion: POST /documents adds or replaces it by id."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str = Field(min_length=1, max_length=MAX_ID_CHARS, examples=["2024/final-report"])
+    title: str = Field(
+        "",
+        max_length=2_000,
+        description="Empty: derived from the text.",
+        examples=["Argentina edge the final"],
+    )
+    text: str = Field(min_length=1, examples=["Lautaro Martinez headed home the winner in the 89th minute."])
+    source: str = Field("", max_length=500)
+    url: str | None = Field(None, max_length=4_000)
+    published: str | None = Field(None, max_length=100)
+
+
+def _article(body: ArticleBody) -> Article:
+    """The article a JSONL line with these fields gives: same checks, same normalisation.
+
+    A bad id or empty text raises :class:`IngestError` with ingestion's own message.
+    """
+    # The JSONL reader's record parser, so both ways in agree on ids, titles and text.
+    from .ingest import IngestProblem, _record
+
+    item = _record(body.model_dump(), "POST /documents", "", 1)
+    if isinstance(item, IngestProblem):
+        raise IngestError(item.message)
+    item.path = None
+    return item
+
+
+# -- errors ---------------------------------------------------------------------------
+def _error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
+
+
+class ApiError(Exception):
+    """An error response decided by the server itself (auth, not found)."""
+
+    def __init__(self, status: int, code: str, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message, self.headers = status, code, message, headers
+
+
+_HTTP_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    422: "invalid_request",
+}
+
+
+def _validation_message(exc: RequestValidationError) -> str:
+    """One line naming each bad field: 'query.k: Input should be less than or equal to 100'."""
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "body"
+        parts.append(f"{loc}: {err.get('msg', 'invalid')}")
+    return "; ".join(parts) or "the request is invalid"
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ApiError)
+    async def api_error(request: Request, exc: ApiError) -> JSONResponse:
+        return _error(exc.status, exc.code, exc.message, exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return _error(422, "invalid_request", _validation_message(exc))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = _HTTP_CODES.get(exc.status_code, "http_error")
+        message = exc.detail if isinstance(exc.detail, str) else code
+        if exc.status_code == 404 and message == "Not Found":
+            message = f"no route {request.url.path}: see /docs"
+        return _error(exc.status_code, code, message, getattr(exc, "headers", None))
+
+    @app.exception_handler(SearchError)
+    async def search_error(request: Request, exc: SearchError) -> JSONResponse:
+        if isinstance(exc, QueryError):
+            return _error(400, "bad_question", str(exc))
+        if isinstance(exc, DocumentNotFoundError):
+            return _error(404, "not_found", str(exc))
+        if isinstance(exc, IngestError):
+            return _error(422, "bad_document", str(exc))
+        if isinstance(exc, WriterBusyError):
+            return _error(503, "busy", str(exc), {"Retry-After": str(RETRY_AFTER_S)})
+        # Index missing or damaged under a running server: the message is ours and safe.
+        log.error("%s %s: %s", request.method, request.url.path, exc)
+        return _error(503, "index_unavailable", str(exc))
+
+    @app.exception_handler(ValueError)
+    async def bad_value(request: Request, exc: ValueError) -> JSONResponse:
+        # The engine's API boundary raises ValueError for bad arguments (k, mode).
+        return _error(400, "bad_request", str(exc).splitlines()[0] if str(exc) else "bad request")
+
+
+class _Guard:
+    """Outermost ASGI layer: caps request bodies and turns any crash into a generic 500.
+
+    The cap is checked on Content-Length first, then on the bytes actually received, so a
+    chunked body cannot slip past it; the body is buffered (at most the cap) and replayed.
+    A crash is logged with its traceback here and answered with a JSON body that holds no
+    detail; Starlette's own handler would also re-raise it into uvicorn's log.
+    """
+
+    def __init__(self, app: ASGIApp, max_body: int = MAX_BODY_BYTES) -> None:
+        self.app = app
+        self.max_body = max_body
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def send_tracking(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        async def reply(status: int, code: str, message: str) -> None:
+            resp = _error(status, code, message)
+            await resp(scope, receive, send_tracking)
+
+        too_big = f"the request body is larger than {self.max_body:,} bytes: send one article per request"
+        headers = dict(scope.get("headers") or [])
+        length = headers.get(b"content-length")
+        if length is not None:
+            try:
+                declared = int(length)
+            except ValueError:
+                await reply(400, "bad_request", "Content-Length is not a number")
+                return
+            if declared > self.max_body:
+                await reply(413, "payload_too_large", too_big)
+                return
+        if scope.get("method") in ("POST", "PUT", "PATCH", "DELETE"):
+            chunks: list[bytes] = []
+            size = 0
+            more = True
+            while more:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > self.max_body:
+                    await reply(413, "payload_too_large", too_big)
+                    return
+                chunks.append(chunk)
+                more = message.get("more_body", False)
+            body = b"".join(chunks)
+            replayed = False
+
+            async def replay() -> Message:
+                nonlocal replayed
+                if not replayed:
+                    replayed = True
+                    return {"type": "http.request", "body": body, "more_body": False}
+                return await receive()
+
+            inner_receive: Receive = replay
+        else:
+            inner_receive = receive
+        try:
+            await self.app(scope, inner_receive, send_tracking)
+        except Exception:
+            log.exception("unhandled error in %s %s", scope.get("method"), scope.get("path"))
+            if not started:
+                await reply(500, "internal", "internal server error: the server log has the details")
+
+
+# -- the app --------------------------------------------------------------------------
+def _bearer(authorization: str | None) -> str | None:
+    if not authorization:
+        return None
+    scheme, _, value = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not value.strip():
+        return None
+    return value.strip()
+
+
+def create_app(
+    engine_or_path: Engine | str | os.PathLike[str],
+    token: str | None = None,
+    *,
+    embedder: str | Any = "auto",
+    max_body: int = MAX_BODY_BYTES,
+) -> FastAPI:
+    """The HTTP API over one engine.
+
+    ``engine_or_path``: an open :class:`Engine` (the caller closes it) or an index
+    directory (opened here, closed when the app shuts down; ``embedder`` is passed on).
+    ``token``: the bearer token writes must carry; ``None`` or empty refuses every write
+    with 403. The token is not read from the environment here: ``search serve`` passes
+    ``$SEARCH_API_TOKEN``.
+    """
+    if isinstance(engine_or_path, Engine):
+        engine, owned = engine_or_path, False
+    else:
+        engine, owned = Engine.open(engine_or_path, embedder=embedder), True
+    token = token or None
+    token_bytes = token.encode("utf-8") if token else None
+    write_lock = threading.Lock()
+    if token is None:
+        log.warning(
+            "writes are disabled: no API token configured (set %s to allow POST/DELETE /documents)", TOKEN_ENV
+        )
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> Any:
+        yield
+        if owned:
+            engine.close()
+
+    app = FastAPI(
+        title="search",
+        summary="Search football match coverage; answers cite the passages they come from.",
+        version=_version(),
+        lifespan=lifespan,
+    )
+    app.state.engine = engine
+    _install_error_handlers(app)
+    app.add_middleware(_Guard, max_body=max_body)
+
+    def require_token(authorization: AuthHeader = None) -> None:
+        if token_bytes is None:
+            raise ApiError(
+                403,
+                "writes_disabled",
+                f"writes are disabled on this server: start it with {TOKEN_ENV} set to allow them",
+            )
+        given = _bearer(authorization)
+        challenge = {"WWW-Authenticate": 'Bearer realm="search"'}
+        if given is None:
+            raise ApiError(401, "unauthorized", "this write needs 'Authorization: Bearer <token>'", challenge)
+        if not hmac.compare_digest(given.encode("utf-8"), token_bytes):
+            raise ApiError(401, "unauthorized", "the bearer token is not valid", challenge)
+
+    @app.get("/ask", tags=["query"], summary="Answer a question with cited passages")
+    def ask_get(q: QuestionParam, k: KParam = 5, mode: ModeParam = "hybrid") -> dict[str, Any]:
+        return engine.ask(q, k=k, mode=mode).to_dict()
+
+    @app.post("/ask", tags=["query"], summary="Answer a question (JSON body)")
+    def ask_post(body: AskBody) -> dict[str, Any]:
+        return engine.ask(body.question, k=body.k, mode=body.mode).to_dict()
+
+    @app.get("/search", tags=["query"], summary="Ranked passages, without the extracted answer")
+    def search(q: QuestionParam, k: KParam = 10, mode: ModeParam = "hybrid") -> dict[str, Any]:
+        return engine.ask(q, k=k, mode=mode, answer=False).to_dict()
+
+    @app.get("/documents/{doc_id:path}", tags=["documents"], summary="One article, with its passage count")
+    def get_document(doc_id: DocIdParam) -> dict[str, Any]:
+        art = engine.get_document(doc_id)
+        try:
+            passages = engine.document_record(doc_id).passages
+        except DocumentNotFoundError:  # removed between the two reads
+            passages = 0
+        d = art.to_dict()
+        d.pop("path", None)  # a path on the server's disk is not the client's business
+        d["passages"] = passages
+        return d
+
+    @app.post(
+        "/documents",
+        tags=["documents"],
+        summary="Add or replace one article (needs the bearer token)",
+        dependencies=[Depends(require_token)],
+    )
+    def add_document(body: ArticleBody) -> dict[str, Any]:
+        art = _article(body)
+        with write_lock:
+            report = engine.add(art)
+        if report.problems and not (report.added or report.replaced or report.unchanged):
+            raise IngestError(report.problems[0])
+        return report.to_dict()
+
+    @app.delete(
+        "/documents/{doc_id:path}",
+        tags=["documents"],
+        summary="Remove one article (needs the bearer token)",
+        dependencies=[Depends(require_token)],
+    )
+    def remove_document(doc_id: DocIdParam) -> dict[str, Any]:
+        with write_lock:
+            report = engine.remove([doc_id])
+        if report.missing:
+            raise DocumentNotFoundError(f"no document {doc_id!r} in the index: see GET /documents/{{id}}")
+        return report.to_dict()
+
+    @app.get("/stats", tags=["index"], summary="Counts, sizes, model and last update of the index")
+    def stats() -> dict[str, Any]:
+        return engine.stats()
+
+    @app.get("/healthz", tags=["index"], summary="Liveness: 200 when the server answers")
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    return app
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("search")
+    except Exception:  # not installed as a distribution (running from a checkout)
+        return "0"
+
+
+def serve(app: FastAPI, host: str = "127.0.0.1", port: int = 8000, access_log: bool = False) -> None:
+    """Run the app under uvicorn until interrupted."""
+    try:
+        import uvicorn
+    except ImportError as e:  # pragma: no cover
+        raise MissingExtraError("the HTTP server needs uvicorn: pip install 'search[serve]'") from e
+    uvicorn.run(app, host=host, port=port, access_log=access_log, log_level="info", server_header=False)
