@@ -165,11 +165,6 @@ def index_cmd(paths: tuple[str, ...], index_dir: str, backend: str, uri: str | N
     _require_paths(paths_l)
     with _open(index_dir, create=True, backend=backend, uri=uri) as engine:
         report = _build(engine, paths_l, reset=True)
-    if not report.added and not report.replaced and not report.unchanged:
-        raise click.ClickException(
-            f"no articles could be read from {', '.join(paths_l)}: "
-            + (report.problems[0] if report.problems else "give .txt, .md, .jsonl, .html or feed files")
-        )
     if as_json:
         click.echo(json.dumps(report.to_dict()))
     else:
@@ -376,66 +371,6 @@ def eval_cmd(file: str, mode: str, k: int, as_json: bool, index_dir: str, backen
                 click.echo("  missed at 5: " + "; ".join(f"{i} ({qs[i]})" for i in res.misses))
             if res.answer_misses:
                 click.echo("  wrong answers: " + ", ".join(res.answer_misses))
-
-
-_EMBEDDERS = ["auto", "onnx", "onnx-int8", "sentence-transformers", "hash"]
-
-
-def _serving_engine(index_dir: str, backend: str, uri: str | None, embedder: str) -> Any:
-    """Open the index for a long-running server and warm the query path (model, searcher)."""
-    from .engine import Engine
-
-    engine = Engine.open(index_dir, backend=backend, uri=uri, embedder=embedder)
-    try:
-        engine.search("warm up", k=1)
-    except SearchError:
-        pass
-    return engine
-
-
-@cli.command("serve")
-@click.option(
-    "--host",
-    default="127.0.0.1",
-    show_default=True,
-    help="Address to bind. Anything but loopback exposes the index to the network.",
-)
-@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
-@click.option("--access-log", is_flag=True, help="Log every request on stderr.")
-@click.option("--embedder", type=click.Choice(_EMBEDDERS), default="auto", hidden=True)
-@_index_option
-def serve_cmd(
-    host: str, port: int, access_log: bool, embedder: str, index_dir: str, backend: str, uri: str | None
-) -> None:
-    """Serve the HTTP API (JSON; OpenAPI docs at /docs).
-
-    Writes (POST and DELETE /documents) are allowed only when SEARCH_API_TOKEN is set;
-    clients send it as 'Authorization: Bearer <token>'.
-
-    Example: SEARCH_API_TOKEN=s3cret search serve --port 8000
-    """
-    from .server import TOKEN_ENV, create_app, serve
-
-    if host not in ("127.0.0.1", "localhost", "::1"):
-        _err_console().print(f"warning: binding {host}: anyone who can reach it can query the index")
-    with _serving_engine(index_dir, backend, uri, embedder) as engine:
-        app = create_app(engine, token=os.environ.get(TOKEN_ENV) or None)
-        serve(app, host=host, port=port, access_log=access_log)
-
-
-@cli.command("mcp")
-@click.option("--allow-writes", is_flag=True, help="Also offer the add_document tool.")
-@click.option("--embedder", type=click.Choice(_EMBEDDERS), default="auto", hidden=True)
-@_index_option
-def mcp_cmd(allow_writes: bool, embedder: str, index_dir: str, backend: str, uri: str | None) -> None:
-    """Serve the index to an MCP client over stdio (tools: search, ask, get_document).
-
-    Example client config: {"command": "search", "args": ["mcp", "--index", "/abs/path/index"]}
-    """
-    from .mcp_server import run
-
-    with _serving_engine(index_dir, backend, uri, embedder) as engine:
-        run(engine, allow_writes=allow_writes)
 
 
 _EMBEDDERS = ["auto", "onnx", "onnx-int8", "sentence-transformers", "hash"]

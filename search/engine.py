@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from .backends import Backend, DocRecord, WriteBatch
-from .errors import DocumentNotFoundError, IndexFormatError, IndexMissingError, QueryError
+from .errors import DocumentNotFoundError, IndexFormatError, IndexMissingError, IngestError, QueryError
 from .fusion import RRF_K, Fusion, Mode, convex, rrf
 from .rerank import RERANK_DEPTH, rerank
 from .text import analyze_spans, has_searchable_text, query_terms
@@ -225,6 +225,10 @@ class Engine:
             articles.extend(loaded)
             report.problems.extend(str(p) for p in problems)
             sources = [str(p.resolve()) for p in paths if p.exists()]
+        if reset and not articles:
+            # A rebuild from nothing would empty the index: refuse, keep what is there.
+            why = report.problems[0] if report.problems else "give .txt, .md, .jsonl, .html or feed files"
+            raise IngestError(f"no articles could be read from {', '.join(map(str, paths)) or 'the input'}: {why}")
         # Last version of an id wins within one call.
         by_id: dict[str, Article] = {}
         for a in articles:
