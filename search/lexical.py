@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from whoosh import fields, index, query, scoring
+from whoosh import fields, index, scoring
 from whoosh.analysis import SpaceSeparatedTokenizer
 from whoosh.filedb.filestore import FileStorage
 from whoosh.reading import TermNotFound
@@ -119,7 +119,9 @@ class ExactBM25(scoring.WeightingModel):
         return True
 
     def stats(self, searcher: Any, text: str) -> tuple[float, float]:
-        parent = searcher.get_parent()
+        # A whoosh searcher, or (on the fast path, which never imports whoosh.searching)
+        # the index reader itself: both answer the same collection statistics.
+        parent = searcher.get_parent() if hasattr(searcher, "get_parent") else searcher
         if self._avgfl is None:
             n = max(parent.doc_count(), 1)
             self._avgfl = max((parent.field_length(FIELD) - self.correction.length) / n, 1e-9)
@@ -167,9 +169,9 @@ class LexicalIndex:
         # contents names exactly the segments this reader holds.
         self.correction = corr.total(_segment_names(self._ix))
         self.k1, self.b = k1, b
-        from whoosh.searching import Searcher
-
-        self._searcher = Searcher(self._reader, weighting=self._weighting(), fromindex=self._ix)
+        # whoosh's Searcher (and whoosh.query, ~50 ms of a cold start to import) only
+        # for the reference path; the fast path reads through self._reader.
+        self._whoosh_searcher: Any = None
         self._leaf_data: list[tuple[Any, int, np.ndarray, np.ndarray]] | None = None
         self._cache: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._cached = 0
@@ -183,7 +185,7 @@ class LexicalIndex:
 
     def idf(self, text: str) -> float:
         """The BM25 idf of one term, from the same exact statistics the scorer uses."""
-        return self._weighting().stats(self._searcher, text)[0]
+        return self._weighting().stats(self._reader, text)[0]
 
     # -- the fast path -----------------------------------------------------------------
     def _leaves(self) -> list[tuple[Any, int, np.ndarray, np.ndarray]]:
@@ -276,7 +278,7 @@ class LexicalIndex:
             ids, tf, dl = self._postings(text)
             if not len(ids):
                 continue
-            idf, avgfl = stats.stats(self._searcher, text)
+            idf, avgfl = stats.stats(self._reader, text)
             ids_parts.append(ids)
             score_parts.append((idf * qf) * tf / (tf + k1 * (1 - b + b * dl / avgfl)))
         if not ids_parts:
@@ -300,13 +302,18 @@ class LexicalIndex:
         """The same ranking through whoosh's own searcher: the reference (slow: Python per posting)."""
         if not terms or limit <= 0:
             return []
+        from whoosh import query
+        from whoosh.searching import Searcher
+
+        if self._whoosh_searcher is None:
+            self._whoosh_searcher = Searcher(self._reader, weighting=self._weighting(), fromindex=self._ix)
         counts = Counter(terms)
         clauses = [query.Term(FIELD, t, boost=float(c)) for t, c in counts.items()]
         clauses += [query.Term(FIELD, t, boost=expansion_weight) for t in expansions or [] if t not in counts]
         q = query.Or(clauses)
         # A searcher caches idf per term; a fresh weighting per query keeps that cache
         # small while the reader (and its open files) stays shared.
-        s = self._searcher
+        s = self._whoosh_searcher
         s.weighting = self._weighting()
         results = s.search(q, limit=limit)
         return [(hit["pid"], float(hit.score)) for hit in results]
@@ -317,7 +324,8 @@ class LexicalIndex:
 
     def close(self) -> None:
         try:
-            self._searcher.close()
+            # A searcher closes its reader with it.
+            (self._whoosh_searcher or self._reader).close()
         except Exception:  # pragma: no cover - closing is best effort
             pass
 
