@@ -1,0 +1,1536 @@
+"""Short answers with quoted, cited support, and the places where the sources disagree.
+
+No reading-comprehension model is available offline, so answers are extracted by rules
+and decided by redundancy (AskMSR-style): several outlets cover one match, so a fact
+stated in many articles, in sentences that match the question, wins the vote.
+
+1. The question is typed (:func:`analyse_question`): person, team, club, place, minute,
+   date, year, clock time, score, number, a quote ("what did X say") or a sentence
+   ("how", "why", anything without a short form).
+2. The retrieved passages are split into sentences (headings skipped); each sentence gets
+   a relevance: the IDF-weighted share of the question's terms it holds (football
+   synonyms count part, the previous sentence counts part, for "he"/"the midfielder").
+3. Candidates of the asked type are pulled from the sentences (name spans with particles,
+   "85th-minute", "second minute of added time", "Sunday, July 19", "2-1", "four", ...),
+   those repeating the question are dropped, and each mention is scored:
+   ``rank weight x relevance^2 x proximity to the question's words x type fit x
+   event fit`` (a minute next to "equaliser" does not answer a question about the winner).
+4. Mentions become clusters (a surname joins the full name it refers to; "stoppage time"
+   joins "92nd minute"; "Sunday" joins "Sunday, July 19"; a stadium joins its city) and
+   clusters vote: per article the best mention counts, summed over articles.
+5. Conflicts: for single-valued facts (minute, date, score, number, year, place), an
+   article whose own best answer is an incompatible value, and which does not state the
+   winning value, is a dissenter; each dissenting value is shown with its citations.
+
+Every answer text is a slice of the first cited sentence, and every sentence is an exact
+span of its article (``article.text[start:end] == sentence.text``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections import OrderedDict, defaultdict
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from .chunk import known_names, segment
+from .text import STOP_WORDS, analyze_spans, query_terms, term
+from .types import AnswerBlock, Conflict, Hit, Sentence
+
+__all__ = ["Question", "analyse_question", "build_answer"]
+
+# --- vocabulary ------------------------------------------------------------------------
+# General football-report vocabulary (not tuned to any one question): words that say the
+# same thing in match reports. A synonym match counts SYN_WEIGHT of an exact one.
+SYN_WEIGHT = 0.6
+# Votes are weighted by retrieval rank, mildly: a sentence's own evidence counts for more.
+RANK_EXP = 0.3
+# A name in the question is what the answer must be about: it weighs more than other words.
+NAME_WEIGHT = 2.5
+# An article backs the answer when it names it in a sentence at least this relevant (relative
+# to the best sentence holding a candidate).
+SUPPORT_R = 0.25
+_SYNONYM_GROUPS = [
+    "winner winning win won decider match-winner",
+    "equaliser equalizer equalise equalize equalising equalizing equalised equalized level levelled leveled leveller",
+    "goal score scored scoring strike header headed head net finish nodded volley",
+    "manager coach boss",
+    "captain skipper",
+    "goalkeeper keeper goalie",
+    "beat beaten past beyond defeat defeated dismantled thrashed overcame",
+    "lose lost loss defeat defeated beaten",
+    "hit hitting struck strike thundered",
+    "substitute introduced replaced",
+    "shot strike effort drive",
+    "assist assists set-up",
+    "celebrate celebration celebrated celebrating",
+    "call called describe described label labelled dub dubbed",
+    "stadium venue ground arena",
+    "club team side",
+    "join joined signing signed sign move",
+    "weather sweltering heat hot humid rain cold temperature",
+    "famous legendary iconic memorable historic",
+    "meeting encounter clash",
+    "trophy title triumph",
+    "game match fixture",
+    "opener opening",
+    "star player",
+]
+# Words every report is about: "the match" is the match covered, so these say little.
+_GENERIC = frozenset(term(w) for w in "match game play played playing fixture contest".split())
+# Words that name a goal event; a mention is tied to the nearest one in its sentence.
+_EVENTS = {
+    "win": "winner winning decider match-winner",
+    "equal": "equaliser equalizer equalise equalize equalising equalizing equalised equalized levelled leveled leveller level",
+    "open": "opener opening deadlock",
+    "sub": "substitute introduced replaced",
+    "card": "red yellow booked sent dismissed",
+    "pen": "penalty spot-kick",
+}
+_SPEECH = frozenset(
+    term(w)
+    for w in (
+        "say says said saying tell tells told add adds added admit admits admitted insist insisted explain "
+        "explained declare declared claim claimed state stated reveal revealed describe described call called "
+        "praise praised warn warned joke joked concede conceded acknowledge acknowledged reflect reflecting "
+        "highlight highlighted reply replied respond responded react reacted"
+    ).split()
+)
+_SAY_VERBS = "say|says|said|tell|told|think|thought|reveal|admit|claim|mean|add|added|call|called|describe|described|react|respond|feel|felt"
+_ROLE_GROUPS = {
+    "manager": "manager coach boss head-coach",
+    "captain": "captain skipper",
+    "goalkeeper": "goalkeeper keeper goalie",
+    "striker": "striker forward",
+    "defender": "defender centre-back full-back",
+    "midfielder": "midfielder",
+    "winger": "winger",
+    "referee": "referee",
+    "substitute": "substitute",
+    "scorer": "scorer goalscorer",
+    "player": "player star",
+}
+_ROLE_OF = {w: g for g, ws in _ROLE_GROUPS.items() for w in ws.split()}
+_ROLE_OF.update({w + "s": g for w, g in list(_ROLE_OF.items())})
+_ROLE_NOUNS = frozenset(_ROLE_OF) | frozenset(
+    "signing midfielder winger international veteran hero youngster teenager frontman chairman".split()
+)
+_PERSON_Q = frozenset(_ROLE_OF) | frozenset(
+    "person people man men woman women name names celebrity celebrities guest guests spectator spectators "
+    "pundit pundits official officials manager managers coaches players stars".split()
+)
+_TEAM_Q = frozenset(
+    "team teams side sides country countries nation nations opponent opponents opposition".split()
+)
+_CLUB_Q = frozenset("club clubs".split())
+_PLACE_Q = frozenset("stadium venue ground arena city town place country location".split())
+
+_COUNTRIES = frozenset(
+    x.lower()
+    for x in (
+        "Argentina|Brazil|Uruguay|Chile|Colombia|Ecuador|Peru|Paraguay|Bolivia|Venezuela|Mexico|USA|United States|"
+        "Canada|Costa Rica|Panama|Jamaica|Honduras|Haiti|Curacao|England|Scotland|Wales|Northern Ireland|Ireland|"
+        "France|Spain|Germany|Italy|Portugal|Netherlands|Holland|Belgium|Croatia|Serbia|Switzerland|Austria|Denmark|"
+        "Sweden|Norway|Poland|Czech Republic|Czechia|Slovakia|Slovenia|Hungary|Romania|Ukraine|Russia|Turkey|"
+        "Türkiye|Greece|Bosnia|Albania|Georgia|Iceland|Finland|Scotland|Morocco|Egypt|Senegal|Nigeria|Ghana|"
+        "Cameroon|Algeria|Tunisia|Ivory Coast|Cote d'Ivoire|South Africa|Cape Verde|Mali|Japan|South Korea|Korea|"
+        "Australia|Iran|Saudi Arabia|Qatar|Jordan|Uzbekistan|Iraq|New Zealand|China|India|Pakistan"
+    ).split("|")
+)
+_DEMONYMS = frozenset(
+    "argentine argentinian english french spanish german dutch swiss welsh scottish irish american brazilian "
+    "portuguese italian croatian moroccan mexican japanese korean african european asian".split()
+)
+_CLUB_WORDS = frozenset(
+    "fc cf afc united city athletic athletico atletico rovers wanderers hotspur real inter".split()
+)
+_PLACE_WORDS = frozenset("stadium arena park ground stadion estadio bowl field dome centre center".split())
+_NOT_ANSWERS = frozenset(
+    x.lower()
+    for x in (
+        "World Cup|FIFA|UEFA|AFP|AP|BBC|ESPN|Reuters|CNN|Sky|Premier League|Champions League|Europa League|"
+        "La Liga|Serie A|Bundesliga|Euro|Euros|Copa America|Olympics|God|Three Lions|Read|Main Developments|"
+        "Background|Key|Why It Matters|What's Next"
+    ).split("|")
+)
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_MONTHS = "january february march april may june july august september october november december".split()
+_MONTH_RE = (
+    r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|"
+    r"Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?"
+)
+_WD_RE = r"(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)"
+_NUM_WORDS = {
+    w: i
+    for i, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+        "seventeen eighteen nineteen twenty".split()
+    )
+}
+_NUM_WORDS.update(
+    {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
+)
+_ORD_WORDS = {
+    w: i
+    for i, w in enumerate("zeroth first second third fourth fifth sixth seventh eighth ninth tenth".split())
+}
+_PARTICLES = frozenset("de da di do dos das del della van von der den le la al el bin ter mac".split())
+_OPEN_QUOTES = '“"‘«'
+
+# --- text helpers ----------------------------------------------------------------------
+_WORD = re.compile(r"[^\W_](?:[\w'’.-]*[^\W_])?", re.UNICODE)
+_POSS = re.compile(r"['’]s?$")
+
+
+@lru_cache(maxsize=100_000)
+def _fold(s: str) -> str:
+    s = unicodedata.normalize("NFKD", s)
+    return "".join(c for c in s if not unicodedata.combining(c)).lower().replace("’", "'")
+
+
+@lru_cache(maxsize=100_000)
+def _core(tok: str) -> str:
+    tok = tok.rstrip(".")
+    return _POSS.sub("", tok) if len(tok) > 2 else tok
+
+
+_STEM_SYN: dict[str, frozenset[int]] = {}
+for _i, _g in enumerate(_SYNONYM_GROUPS):
+    for _w in _g.split():
+        _STEM_SYN[term(_w)] = _STEM_SYN.get(term(_w), frozenset()) | {_i}
+_EVENT_OF: dict[str, str] = {term(w): ev for ev, ws in _EVENTS.items() for w in ws.split()}
+
+
+# --- the question ----------------------------------------------------------------------
+@dataclass
+class Question:
+    """What :func:`analyse_question` reads from a question."""
+
+    text: str
+    kind: str  # person team club place time minute date year clock score number quote sentence
+    terms: dict[str, float] = field(default_factory=dict)  # stem -> weight multiplier
+    anchors: list[str] = field(default_factory=list)  # stems of names/numbers the answer must be about
+    exclude: set[str] = field(default_factory=set)  # folded words a candidate must not repeat
+    role: str | None = None
+    team: str | None = None  # team named as the role's owner ("England manager")
+    speaker: set[str] = field(default_factory=set)  # folded words of the speaker (quote questions)
+    plural: bool = False
+    unit: str | None = None  # count / distance / age / duration (number questions)
+    focus: str | None = None  # stem of the counted noun ("how many goals")
+    events: set[str] = field(default_factory=set)
+    priors: dict[str, float] = field(default_factory=dict)  # time sub-kinds for "when"
+    tense: str = ""  # "past" when the question asks about something done
+    venue: bool | None = None  # place questions: a stadium (True), a city (False), either (None)
+
+
+def _qwords(q: str) -> list[str]:
+    return [m.group(0) for m in _WORD.finditer(q)]
+
+
+def _question_terms(q: str) -> list[str]:
+    """Content terms of the question, tokenised as sentences are ("play-off" stays one word)."""
+    out: list[str] = []
+    for w in _qwords(q):
+        f = _fold(_core(w))
+        if f in STOP_WORDS or f in _QW or f in _QUESTION_ONLY:
+            continue
+        out.extend(sorted(_word_stems(w)))
+    return out or query_terms(q)
+
+
+# Prepositions and the like that Lucene's stop list keeps: they locate, they do not inform.
+_FUNCTION_WORDS = frozenset(
+    term(w) for w in "against after before during between from over under up down out off his her its".split()
+)
+_QUESTION_ONLY = frozenset("whom whose been am should shall may might must please about any some".split())
+
+
+def analyse_question(question: str) -> Question:
+    """Type a question and collect what the answer extraction needs from it."""
+    q = " ".join(question.split())
+    words = _qwords(q)
+    low = [_fold(_core(w)) for w in words]
+    lq = " ".join(low)
+    kind = "sentence"
+    unit = None
+    focus = None
+    role = None
+    quote_m = re.search(
+        rf"\b(?:what|how) (?:did|does|do|has|had|have|was|is|would|will) (.+?) ({_SAY_VERBS})\b", lq
+    )
+    first = low[0] if low else ""
+    if quote_m or re.search(r"\b(reaction|verdict|message|quote|quotes)\b", lq) and first in ("what", "how"):
+        kind = "quote"
+    elif re.search(r"\bhow (many|much)\b", lq):
+        kind, unit = "number", "count"
+        m = re.search(
+            r"\bhow (?:many|much) ((?:[\w'-]+ ){0,3}?)([\w'-]+)(?= (?:do|does|did|has|have|had|is|are|was|were|will|would|can)\b)",
+            lq,
+        )
+        if m:
+            focus = term(m.group(2))
+        m = None if m else re.search(r"\bhow (?:many|much) (\w+)(?: (\w+))?", lq)
+        if m:
+            focus = (
+                term(m.group(2))
+                if m.group(2) and m.group(2) not in STOP_WORDS and m.group(1) in ("more",)
+                else term(m.group(1))
+            )
+    elif re.search(r"\bhow (far|long|big|tall|old)\b|\bwhat age\b", lq):
+        kind = "number"
+        how = re.search(r"\bhow (far|long|big|tall|old)\b", lq)
+        unit = {"far": "distance", "long": "distance", "old": "age"}.get(
+            how.group(1) if how else "old", "count"
+        )
+    elif first in ("how", "why"):
+        kind = "sentence"
+    elif re.search(r"\b(what|which|at what|in what) minute\b", lq):
+        kind = "minute"
+    elif re.search(
+        r"\b(what|which) (?:was |is |were )?(?:the )?(?:\w+ )?(score|scoreline|result)\b", lq
+    ) or re.search(r"\bby what (score|margin)\b", lq):
+        kind = "score"
+    elif re.search(r"\b(what|which) (date|day)\b|\bon what (date|day)\b", lq):
+        kind = "date"
+    elif re.search(r"\b(what|which|in what) year\b", lq):
+        kind = "year"
+    elif re.search(r"\bwhat time\b", lq):
+        kind = "time"
+    elif first == "when" or re.search(r"\bwhen\b", lq[:20]):
+        kind = "time"
+    elif first == "where" or re.search(
+        r"\b(which|what|in which|at which) (stadium|venue|ground|arena|city|town)\b", lq
+    ):
+        kind = "place"
+    elif re.search(r"\b(which|what) (club|clubs)\b", lq):
+        kind = "club"
+    elif re.search(r"\b(which|what) (team|teams|side|country|countries|nation|opponents?)\b", lq):
+        kind = "team"
+    elif first in ("who", "whom", "whose") or re.search(r"\b(who|whom|whose)\b", lq):
+        kind = "person"
+        if re.search(
+            r"\bwho\b.*\b(face|faces|facing|meet|meets|beat|beats|defeated|eliminated|knocked|lose|lost|against|play|plays|won|win)\b",
+            lq,
+        ) and not re.search(r"\b(scor\w*|goal|assist\w*|captain|manager|coach)\b", lq):
+            kind = "team"
+    elif re.search(r"\b(which|what) (\w+ )?(\w+)\b", lq):
+        m = re.search(r"\b(?:which|what) (\w+)(?: (\w+))?", lq)
+        nouns = [x for x in (m.groups() if m else ()) if x]
+        if any(x in _PERSON_Q for x in nouns):
+            kind = "person"
+    # A role noun in a person question ("who is the England manager").
+    if kind in ("person", "team"):
+        for w in low:
+            if w in _ROLE_OF:
+                role = _ROLE_OF[w]
+                break
+        if role and kind == "team" and role not in ("player",):
+            kind = "person"
+    plural = bool(
+        re.search(r"\b(which|what) (\w+ )?(players|stars|scorers|goalscorers|teams|men|names)\b", lq)
+    ) or bool(re.search(r"\bwho (were|are)\b", lq))
+
+    # Terms and their weights.
+    qterms = _question_terms(q)
+    if re.search(r"\b(come|came|coming|brought|bring) on\b", lq):
+        qterms.append(term("substitute"))  # "when did X come on"
+    terms: dict[str, float] = {}
+    caps = {
+        term(_fold(_core(w)))
+        for i, w in enumerate(words)
+        if w[:1].isupper() and (i > 0 or _fold(w) not in _QW)
+    }
+    for t in qterms:
+        wgt = 1.0
+        if t in _GENERIC:
+            wgt = 0.0
+        if t in _FUNCTION_WORDS:
+            wgt = 0.3
+        if t in caps:
+            wgt = NAME_WEIGHT
+        if kind == "quote" and t in _SPEECH and not (_STEM_SYN.get(t, frozenset()) & _STEM_SYN[term("call")]):
+            wgt = 0.0
+        if t == term("like") and re.search(r"\blike\W*$", lq):
+            wgt = 0.0  # "what was the weather like"
+        if kind in ("time", "minute", "date", "year", "clock") and t in (
+            term("minute"),
+            term("date"),
+            term("day"),
+            term("year"),
+            term("time"),
+        ):
+            wgt = 0.0
+        terms[t] = max(terms.get(t, 0.0), wgt)
+    anchors = sorted(
+        {
+            term(_fold(_core(w)))
+            for i, w in enumerate(words)
+            if (w[:1].isupper() and i > 0 and _fold(w) not in _QW) or w[:1].isdigit()
+        }
+    )
+    # Words a candidate must not repeat; the asked-for type ("which stadium") is not one.
+    type_words = _PLACE_WORDS | _PLACE_Q | _TEAM_Q | _CLUB_Q | _CLUB_WORDS | frozenset(_ROLE_OF)
+    exclude = {
+        f
+        for f in (_fold(_core(w)) for w in words)
+        if f not in STOP_WORDS and f not in _QW and f not in type_words
+    }
+    team = None
+    if role:
+        for i, w in enumerate(low):
+            if w in _COUNTRIES and any(x in _ROLE_OF for x in low[i + 1 : i + 3]):
+                team = w
+    speaker: set[str] = set()
+    if kind == "quote":
+        seg = quote_m.group(1) if quote_m else lq
+        speaker = {_fold(_core(w)) for w in _qwords(seg) if w not in STOP_WORDS and w not in _QW}
+        orig = {_fold(_core(w)) for w in words if w[:1].isupper()}
+        speaker = {w for w in speaker if w in orig} or speaker
+        # Who speaks is scored by attribution (_speaker_fit); relevance is about the topic.
+        for w in speaker:
+            if term(w) in terms and len(terms) > 1:
+                terms[term(w)] = 0.0
+    events = {_EVENT_OF[t] for t in qterms if t in _EVENT_OF}
+    priors: dict[str, float] = {}
+    if kind == "time":
+        priors = {"minute": 0.6, "date": 1.0, "year": 0.6, "clock": 0.8}
+        if events or any(
+            t in (term(w) for w in "goal scored score strike header assist concede lead sent".split())
+            for t in qterms
+        ):
+            priors = {"minute": 1.0, "date": 0.3, "year": 0.2, "clock": 0.3}
+        elif re.search(r"\b(last|since|first time|ever)\b", lq) or any(
+            t in (term(w) for w in "trophy title tournament triumph won".split()) for t in qterms
+        ):
+            priors = {"minute": 0.1, "date": 0.4, "year": 1.0, "clock": 0.1}
+        elif re.search(r"\b(is|will|does|do)\b", lq):
+            priors = {"minute": 0.2, "date": 1.0, "year": 0.3, "clock": 0.8}
+    return Question(
+        text=q,
+        kind=kind,
+        terms=terms,
+        anchors=anchors,
+        exclude=exclude,
+        role=role,
+        team=team,
+        speaker=speaker,
+        plural=plural,
+        unit=unit,
+        focus=focus,
+        events=events,
+        priors=priors,
+        venue=True
+        if re.search(r"\b(stadium|venue|ground|arena)\b", lq)
+        else False
+        if re.search(r"\b(city|town|country)\b", lq)
+        else None,
+        tense="past"
+        if re.search(r"\b(was|were|did|had)\b", lq) and not re.search(r"\b(will|is|are)\b", lq)
+        else "",
+    )
+
+
+_QW = frozenset(
+    "who whom whose what which when where why how did does do was were is are the a an in on at of "
+    "for to and has have had will would can could tell me".split()
+)
+
+
+# --- sentences -------------------------------------------------------------------------
+@dataclass
+class _Sent:
+    text: str
+    doc_id: str
+    start: int  # in the article
+    end: int
+    rank: int
+    pos: int  # order within the article's pool
+    words: list[tuple[int, int]] = field(default_factory=list)  # word spans within text
+    stems: list[frozenset[str]] = field(default_factory=list)  # index terms per word
+    pos_of: dict[str, list[int]] = field(default_factory=dict)  # term -> word indexes
+    group_pos: dict[int, list[int]] = field(default_factory=dict)  # synonym group -> word indexes
+    rel: float = 0.0
+    match_idx: list[int] = field(default_factory=list)  # word indexes matching the question
+    lead: bool = False
+    prev: _Sent | None = None
+
+
+_SEG_CACHE: OrderedDict[tuple[str, int, int], list[tuple[int, int, bool]]] = OrderedDict()
+_SEG_CACHE_MAX = 2048
+
+
+def _units(key: tuple[str, int, int], text: str) -> list[tuple[int, int, bool]]:
+    got = _SEG_CACHE.get(key)
+    if got is None:
+        got = [(u.start, u.end, u.heading) for u in segment(text)]
+        _SEG_CACHE[key] = got
+        if len(_SEG_CACHE) > _SEG_CACHE_MAX:
+            _SEG_CACHE.popitem(last=False)
+    else:
+        _SEG_CACHE.move_to_end(key)
+    return got
+
+
+def _article_text(engine: Any, doc_id: str) -> str | None:
+    get = getattr(engine, "get_document", None)
+    if get is None:
+        return None
+    try:
+        return str(get(doc_id).text)
+    except Exception:  # a fake engine or a document removed since the search: use the passage
+        return None
+
+
+def _sentences(hits: list[Hit], engine: Any) -> list[_Sent]:
+    """The sentences of the hits' passages, each once, with article offsets and the best rank."""
+    by_key: dict[tuple[str, int], _Sent] = {}
+    texts: dict[str, str | None] = {}
+    for h in sorted(hits, key=lambda h: h.rank):
+        p = h.passage
+        if p.doc_id not in texts:
+            texts[p.doc_id] = _article_text(engine, p.doc_id)
+        art = texts[p.doc_id]
+        if art is not None and art[p.start : p.end] == p.text:
+            spans = [
+                (s, e, hd)
+                for s, e, hd in _units((p.doc_id, len(art), hash(art)), art)
+                if s >= p.start and e <= p.end
+            ]
+            base, src = 0, art
+        else:
+            spans = [
+                (s + p.start, e + p.start, hd)
+                for s, e, hd in _units(("#" + p.id, len(p.text), hash(p.text)), p.text)
+            ]
+            base, src = p.start, p.text
+        for a, b, heading in spans:
+            if heading or (p.doc_id, a) in by_key:
+                continue
+            by_key[(p.doc_id, a)] = _Sent(
+                text=src[a - base : b - base],
+                doc_id=p.doc_id,
+                start=a,
+                end=b,
+                rank=h.rank or 1,
+                pos=0,
+                lead=a < 400,
+            )
+    sents = sorted(by_key.values(), key=lambda x: (x.doc_id, x.start))
+    prev: _Sent | None = None
+    for i, sent in enumerate(sents):
+        sent.pos = i
+        if prev is not None and prev.doc_id == sent.doc_id:
+            sent.prev = prev
+        prev = sent
+        sent.words, sent.stems, sent.pos_of, sent.group_pos = _tokens(sent.text)
+    return sents
+
+
+_TOK_CACHE: OrderedDict[str, Any] = OrderedDict()
+_TOK_CACHE_MAX = 20_000
+
+
+def _tokens(
+    text: str,
+) -> tuple[list[tuple[int, int]], list[frozenset[str]], dict[str, list[int]], dict[int, list[int]]]:
+    """Word spans, terms per word, and where each term / synonym group occurs (cached)."""
+    got = _TOK_CACHE.get(text)
+    if got is not None:
+        _TOK_CACHE.move_to_end(text)
+        return got  # type: ignore[no-any-return]
+    words = [(m.start(), m.end()) for m in _WORD.finditer(text)]
+    stems = [_word_stems(text[a:b]) for a, b in words]
+    pos_of: dict[str, list[int]] = defaultdict(list)
+    group_pos: dict[int, list[int]] = defaultdict(list)
+    for i, st in enumerate(stems):
+        for t in st:
+            pos_of[t].append(i)
+            for g in _STEM_SYN.get(t, ()):
+                group_pos[g].append(i)
+    got = (words, stems, dict(pos_of), dict(group_pos))
+    _TOK_CACHE[text] = got
+    if len(_TOK_CACHE) > _TOK_CACHE_MAX:
+        _TOK_CACHE.popitem(last=False)
+    return got
+
+
+@lru_cache(maxsize=100_000)
+def _word_stems(w: str) -> frozenset[str]:
+    """Index terms of one word; a lower-case hyphenated word ("semi-final", "play-off") is one
+    term of its own, so it does not match "final" or "play"."""
+    core = _core(w)
+    if "-" in core and core[:1].islower() and not core[:1].isdigit():
+        return frozenset((term(_fold(core)),))
+    return frozenset(t for t, _, _ in analyze_spans(core))
+
+
+def _syn_match(stems: frozenset[str], t: str) -> bool:
+    g = _STEM_SYN.get(t, frozenset())
+    return bool(g) and any(_STEM_SYN.get(x, frozenset()) & g for x in stems)
+
+
+def _score_relevance(q: Question, sents: list[_Sent]) -> None:
+    """Relevance of each sentence: the IDF-weighted share of the question's terms it holds."""
+    n = len(sents) or 1
+    df: dict[str, int] = defaultdict(int)
+    for s in sents:
+        for t in s.pos_of:
+            df[t] += 1
+    weights = {}
+    for t, mult in q.terms.items():
+        if mult > 0:
+            weights[t] = mult * max(0.3, math.log((n + 1) / (df.get(t, 0) + 0.5)))
+    groups = {t: _STEM_SYN.get(t, frozenset()) for t in weights}
+    # A word found in no sentence (nor its synonyms) cannot tell sentences apart.
+    seen_groups = {g for s in sents for g in s.group_pos}
+    weights = {t: w for t, w in weights.items() if df.get(t) or groups[t] & seen_groups} or weights
+    # Question words that say one thing ("winning goal scored") count once: a concept is
+    # a set of terms sharing a synonym group, worth its heaviest term.
+    concept: dict[str, int] = {}
+    for t in weights:
+        concept[t] = next((concept[u] for u in concept if groups[t] & groups[u]), len(set(concept.values())))
+    top_w: dict[int, float] = defaultdict(float)
+    for t, w in weights.items():
+        top_w[concept[t]] = max(top_w[concept[t]], w)
+    total = sum(top_w.values())
+    for s in sents:
+        got: dict[int, float] = defaultdict(float)
+        idx: list[int] = []
+        for t, w in weights.items():
+            c = concept[t]
+            hit = s.pos_of.get(t)
+            if hit:
+                got[c] = max(got[c], w)
+                idx.extend(hit)
+                continue
+            syn = [i for g in groups[t] for i in s.group_pos.get(g, ())]
+            if syn:
+                got[c] = max(got[c], w * SYN_WEIGHT)
+                idx.extend(syn)
+            if s.prev is not None and t in s.prev.pos_of:
+                got[c] = max(
+                    got[c], w * (SYN_WEIGHT if syn else 0.0) + 0.4 * w * (1.0 - (SYN_WEIGHT if syn else 0.0))
+                )
+        s.match_idx = idx
+        s.rel = min(1.0, sum(got.values()) / total) if total > 0 else 0.0
+
+
+# --- candidates ------------------------------------------------------------------------
+@dataclass
+class _Mention:
+    kind: str  # person team club place minute date year clock score number
+    surface: str  # exact slice of the sentence
+    a: int  # start within the sentence
+    b: int
+    key: Any
+    sent: _Sent
+    vague: bool = False
+    etype: str = ""  # for names: person team club place other
+    unit: str = ""  # for numbers: the unit or counted noun that follows
+    bonus: float = 1.0
+    score: float = 0.0
+    r: float = 0.0
+
+
+def _word_index(s: _Sent, pos: int) -> int:
+    for i, (_a, b) in enumerate(s.words):
+        if b > pos:
+            return i
+    return len(s.words) - 1
+
+
+_ORD = r"(\d{1,3})(?:st|nd|rd|th)"
+_ORDW = r"(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|\d{1,2}(?:st|nd|rd|th))"
+_MINUTE_PATTERNS = [
+    (
+        re.compile(
+            rf"\b{_ORDW} minute of (?:(?:\w+) minutes? of )?(?:(first|second)[- ]half )?(?:added|stoppage|injury)[- ]time\b",
+            re.I,
+        ),
+        "ordtime",
+    ),
+    (re.compile(r"(?<![\d-])(\d{2,3}) ?\+ ?(\d{1,2})\b(?:\s*(?:minutes?|mins?))?"), "plus"),
+    (re.compile(rf"\b{_ORD}[- ]minute\b", re.I), "ord"),
+    (re.compile(r"\bminute (\d{1,3})\b", re.I), "num"),
+    (re.compile(r"\b(?:(first|second)[- ]half )?(?:added|stoppage|injury)[- ]time\b", re.I), "vague"),
+]
+_DAY_RE = re.compile(
+    rf"\b(?P<wd>{_WD_RE})(?:['’]s)?(?:,? (?P<m1>{_MONTH_RE}) (?P<d1>\d{{1,2}})(?:st|nd|rd|th)?)?(?P<tz> \([^()]{{1,20}} time\))?",
+)
+_DATE_RE = re.compile(rf"\b(?P<m>{_MONTH_RE}) (?P<d>\d{{1,2}})(?:st|nd|rd|th)?\b(?:,? (?P<y>\d{{4}}))?")
+_DATE2_RE = re.compile(
+    rf"\b(?P<d>\d{{1,2}})(?:st|nd|rd|th)? (?:of )?(?P<m>{_MONTH_RE})(?: (?P<y>\d{{4}}))?\b"
+)
+_YEAR_RE = re.compile(r"(?<![\d+-])(1[89]\d\d|20\d\d)(?![\d-])")
+_CLOCK_RE = re.compile(r"\b(\d{1,2})(?::(\d{2}))? ?(am|pm|a\.m\.|p\.m\.)|\b(\d{1,2}):(\d{2})\b", re.I)
+_SCORE_RE = re.compile(r"(?<![\d.+-])(\d{1,2}) ?[-–] ?(\d{1,2})(?![\d-])")
+_NUMBER_RE = re.compile(
+    r"(?<![\w.+-])(\d+(?:[.,]\d+)?%?|"
+    + "|".join(sorted(_NUM_WORDS, key=len, reverse=True))
+    + r")(?:-[a-z]+(?:-[a-z]+)*)?(?![\w-])",
+    re.I,
+)
+_DIST_UNITS = frozenset("metre metres meter meters m yard yards yd foot feet km kilometre kilometres".split())
+
+
+def _month_no(m: str) -> int:
+    m = m.lower().rstrip(".")[:3]
+    return [x[:3] for x in _MONTHS].index(m) + 1
+
+
+def _time_mentions(s: _Sent) -> list[_Mention]:
+    out: list[_Mention] = []
+    taken: list[tuple[int, int]] = []
+
+    def free(a: int, b: int) -> bool:
+        return all(b <= x or a >= y for x, y in taken)
+
+    t = s.text
+    for rx, how in _MINUTE_PATTERNS:
+        for m in rx.finditer(t):
+            if not free(m.start(), m.end()):
+                continue
+            vague = False
+            if how == "ordtime":
+                w = m.group(1).lower()
+                k = _ORD_WORDS.get(w) or int(re.sub(r"\D", "", w) or 0)
+                base = 45 if (m.group(2) or "").lower() == "first" else 90
+                key: Any = base + k
+            elif how == "plus":
+                key = int(m.group(1)) + int(m.group(2))
+            elif how in ("ord", "num"):
+                key = int(m.group(1))
+            else:
+                key = 45 if (m.group(1) or "").lower() == "first" else 90
+                vague = True
+            taken.append((m.start(), m.end()))
+            out.append(_Mention("minute", m.group(0), m.start(), m.end(), key, s, vague=vague))
+    for m in _DAY_RE.finditer(t):
+        if not free(m.start(), m.end()):
+            continue
+        wd = m.group("wd").lower()
+        md = (_month_no(m.group("m1")), int(m.group("d1"))) if m.group("m1") else None
+        end = m.end()
+        surface = t[m.start() : end]
+        surface = re.sub(r"['’]s$", "", surface)
+        taken.append((m.start(), end))
+        out.append(
+            _Mention("date", surface, m.start(), m.start() + len(surface), (wd, md), s, vague=md is None)
+        )
+    for rx in (_DATE_RE, _DATE2_RE):
+        for m in rx.finditer(t):
+            if not free(m.start(), m.end()):
+                continue
+            try:
+                md = (_month_no(m.group("m")), int(m.group("d")))
+            except ValueError:
+                continue
+            if not 1 <= md[1] <= 31:
+                continue
+            taken.append((m.start(), m.end()))
+            out.append(_Mention("date", m.group(0), m.start(), m.end(), (None, md), s, vague=True))
+    for m in _CLOCK_RE.finditer(t):
+        if not free(m.start(), m.end()):
+            continue
+        if m.group(3):
+            h = int(m.group(1)) % 12 + (12 if m.group(3).lower().startswith("p") else 0)
+            mm = int(m.group(2) or 0)
+        else:
+            h, mm = int(m.group(4)), int(m.group(5))
+            if h > 23 or mm > 59:
+                continue
+        taken.append((m.start(), m.end()))
+        out.append(_Mention("clock", m.group(0), m.start(), m.end(), (h, mm), s))
+    for m in _YEAR_RE.finditer(t):
+        if free(m.start(), m.end()):
+            taken.append((m.start(), m.end()))
+            out.append(_Mention("year", m.group(0), m.start(), m.end(), int(m.group(1)), s))
+    return out
+
+
+def _score_mentions(s: _Sent) -> list[_Mention]:
+    out = []
+    for m in _SCORE_RE.finditer(s.text):
+        a, b = int(m.group(1)), int(m.group(2))
+        out.append(_Mention("score", m.group(0), m.start(), m.end(), (max(a, b), min(a, b)), s))
+    return out
+
+
+def _number_mentions(s: _Sent) -> list[_Mention]:
+    out = []
+    for m in _NUMBER_RE.finditer(s.text):
+        raw = m.group(1).lower()
+        if _YEAR_RE.fullmatch(raw):
+            continue
+        val: Any
+        if raw in _NUM_WORDS:
+            val = _NUM_WORDS[raw]
+            if raw == "one" and re.match(r"\s+of\b", s.text[m.end() :]):
+                continue
+        else:
+            try:
+                val = float(raw.rstrip("%").replace(",", ""))
+            except ValueError:
+                continue
+        unit = m.group(0)[len(m.group(1)) :].lstrip("-").split("-")[0].lower()
+        if not unit:
+            nxt = (
+                _WORD.match(s.text, m.end() + 1) if m.end() < len(s.text) and s.text[m.end()] == " " else None
+            )
+            unit = nxt.group(0).lower() if nxt else ""
+        out.append(_Mention("number", m.group(0), m.start(), m.end(), val, s, unit=unit))
+    return out
+
+
+def _name_mentions(s: _Sent, known: set[str], lower_vocab: set[str]) -> list[_Mention]:
+    """Capitalised name spans ("Lautaro Martinez", "Alexis Mac Allister", "Mercedes-Benz Stadium")."""
+    t = s.text
+    toks = [(a, b, t[a:b]) for a, b in s.words]
+    out: list[_Mention] = []
+    i = 0
+    n = len(toks)
+    while i < n:
+        a, b, w = toks[i]
+        if not w[:1].isupper():
+            i += 1
+            continue
+        run = [i]
+        j = i + 1
+        while j < n:
+            gap = t[toks[j - 1][1] : toks[j][0]]
+            prev_w = toks[j - 1][2]
+            if gap != " " or re.search(r"['’]s?$", prev_w):
+                break
+            wj = toks[j][2]
+            if wj[:1].isupper():
+                run.append(j)
+            elif (
+                wj.lower() in _PARTICLES
+                and j + 1 < n
+                and toks[j + 1][2][:1].isupper()
+                and t[toks[j][1] : toks[j + 1][0]] == " "
+            ):
+                run.append(j)
+            else:
+                break
+            j += 1
+        # Drop leading words that are ordinary words capitalised by their position.
+        k = 0
+        while k < len(run):
+            wi = run[k]
+            core = _core(toks[wi][2])
+            at_start = wi == 0 or t[: toks[wi][0]].rstrip().endswith(
+                tuple(_OPEN_QUOTES) + (":", "—", "–", "-")
+            )
+            lowform = core.lower()
+            common = lowform in STOP_WORDS or lowform in _QW or lowform in _ROLE_NOUNS or lowform in _STARTS
+            if (
+                common
+                or (at_start and core not in known and lowform in lower_vocab)
+                or (at_start and core not in known and len(run) == 1)
+            ):
+                k += 1
+                continue
+            break
+        run = run[k:]
+        while run and toks[run[-1]][2].lower() in _PARTICLES:
+            run.pop()
+        if run:
+            sa = toks[run[0]][0]
+            last = toks[run[-1]]
+            core_last = _core(last[2])
+            sb = last[0] + len(core_last)
+            surface = t[sa:sb]
+            folded = _fold(surface)
+            if (
+                folded not in _NOT_ANSWERS
+                and not any(d in folded.split() for d in _WEEKDAYS)
+                and not all(x in _MONTHS or x in _NOT_ANSWERS for x in folded.split())
+            ):
+                out.append(_Mention("name", surface, sa, sb, folded, s))
+        i = j if j > i else i + 1
+    return out
+
+
+_STARTS = frozenset(
+    "the a an for in on at after before with this that these those his her their its our my your he she it they we "
+    "i you but and or as when while although though if by from despite during since until once then however "
+    "meanwhile now so yet there here one two three both each every some many few most all no not having still "
+    "even only just against under over between instead later earlier indeed former legendary three-time key "
+    "what why how who where main read".split()
+)
+
+
+def _name_type(m: _Mention, known_places: set[str]) -> str:
+    f = m.key
+    words = f.split()
+    if f in _COUNTRIES:
+        return "country"
+    if len(words) == 1 and (f in _DEMONYMS or f.endswith(("ian", "ese", "ish"))):
+        return "other"  # "Argentine singing", "English fans"
+    if words[-1] in _PLACE_WORDS or f in known_places:
+        return "place"
+    if words[-1] in _CLUB_WORDS or words[0] in _CLUB_WORDS:
+        return "club"
+    after = m.sent.text[m.b :].lstrip()
+    nxt = _WORD.match(after)
+    if nxt and nxt.group(0).lower() in _ROLE_NOUNS and len(words) == 1:
+        return "club"
+    if f.isupper() or m.surface.isupper():
+        return "place" if re.match(r"\s*\(", m.sent.text[m.b :]) else "other"
+    return "person"
+
+
+def _place_relations(ments: list[_Mention]) -> dict[str, set[str]]:
+    """Places named together ("X Stadium in Y", "Y's X Stadium", "X, Y") belong to one place."""
+    rel: dict[str, set[str]] = defaultdict(set)
+    by_sent: dict[int, list[_Mention]] = defaultdict(list)
+    for m in ments:
+        by_sent[id(m.sent)].append(m)
+    for ms in by_sent.values():
+        ms.sort(key=lambda x: x.a)
+        for x, y in zip(ms, ms[1:], strict=False):
+            gap = x.sent.text[x.b : y.a]
+            if re.fullmatch(r"(?: in|,)\s*", gap) or re.fullmatch(r"['’]s\s*", gap):
+                rel[x.key].add(y.key)
+                rel[y.key].add(x.key)
+    return rel
+
+
+# --- scoring ---------------------------------------------------------------------------
+def _rank_weight(rank: int) -> float:
+    return float(max(1, rank)) ** -RANK_EXP
+
+
+def _proximity(m: _Mention) -> float:
+    s = m.sent
+    if not s.match_idx:
+        return 0.5
+    i0 = _word_index(s, m.a)
+    i1 = _word_index(s, max(m.a, m.b - 1))
+    d = min(0 if i0 <= i <= i1 else min(abs(i - i0), abs(i - i1)) for i in s.match_idx)
+    return 1.0 / (1.0 + max(0, d - 1) / 3.0)
+
+
+def _event_fit(q: Question, m: _Mention) -> float:
+    if not q.events:
+        return 1.0
+    s = m.sent
+    i0 = _word_index(s, m.a)
+    best: tuple[int, str] | None = None
+    for i, stems in enumerate(s.stems):
+        evs = [_EVENT_OF[x] for x in stems if x in _EVENT_OF]
+        if not evs:
+            continue
+        ev = evs[0]
+        d = abs(i - i0)
+        if d <= 6 and (best is None or d < best[0]):
+            best = (d, ev)
+    if best is None:
+        return 1.0
+    return 1.5 if best[1] in q.events else 0.15
+
+
+def _role_fit(q: Question, m: _Mention) -> float:
+    if not q.role:
+        return 1.0
+    s = m.sent
+    i0 = _word_index(s, m.a)
+    i1 = _word_index(s, max(m.a, m.b - 1))
+    lows = [s.text[a:b].lower() for a, b in s.words]
+    fit = 1.0
+    for i in range(max(0, i0 - 2), i0):
+        if _ROLE_OF.get(lows[i]) == q.role:
+            fit = 2.5
+            owner = _fold(_core(s.text[s.words[i - 1][0] : s.words[i - 1][1]])) if i > 0 else ""
+            if owner in _COUNTRIES or owner.endswith("'s") and _fold(_core(owner)) in _COUNTRIES:
+                if q.team:
+                    fit *= 1.6 if owner == q.team else 0.25
+    for i in range(i1 + 1, min(len(lows), i1 + 5)):
+        if _ROLE_OF.get(lows[i]) == q.role:
+            fit = max(fit, 2.0)
+    return fit
+
+
+_TYPE_FIT = {
+    "person": {"person": 1.0, "country": 0.1, "club": 0.2, "place": 0.05, "other": 0.02},
+    "team": {"person": 0.15, "country": 1.0, "club": 1.0, "place": 0.1, "other": 0.02},
+    "club": {"person": 0.1, "country": 0.15, "club": 1.0, "place": 0.1, "other": 0.02},
+    "place": {"person": 0.05, "country": 0.6, "club": 0.1, "place": 1.0, "other": 0.02},
+}
+
+
+_PLACE_PREP = re.compile(r"\b(?:in|at|inside|outside)\s+(?:the\s+)?(?:[\w-]+\s+)?$", re.I)
+
+
+def _place_hint(m: _Mention) -> float:
+    """1 after "in"/"at" ("at the air-conditioned X"), else 0.5."""
+    return 1.0 if _PLACE_PREP.search(m.sent.text[: m.a]) else 0.5
+
+
+# A sentence about what comes next cannot say where or when a past event happened.
+_FUTURE = re.compile(
+    r"\b(?:will|won't|shall|must|scheduled|set to|going to|next|upcoming|looking ahead|heads? to|awaits?)\b",
+    re.I,
+)
+
+
+def _anchor_fit(q: Question, s: _Sent) -> float:
+    """A sentence about none of the names the question is about (nor after one) says little."""
+    if not q.anchors:
+        return 1.0
+    if any(a in s.pos_of for a in q.anchors):
+        return 1.0
+    if s.prev is not None and any(a in s.prev.pos_of for a in q.anchors):
+        return 0.8
+    return 0.3
+
+
+def _tense_fit(q: Question, m: _Mention) -> float:
+    """The clause holding the mention ("..., who beat France on Tuesday, will ...")."""
+    if q.tense != "past":
+        return 1.0
+    a, b = _clause(m)
+    return 0.35 if _FUTURE.search(m.sent.text[a:b]) else 1.0
+
+
+_CLAUSE_CUT = re.compile(r"[,;:—–]|\s-\s")
+
+
+def _clause(m: _Mention) -> tuple[int, int]:
+    """The comma/dash-delimited stretch of the sentence around a mention."""
+    t = m.sent.text
+    starts = [x.end() for x in _CLAUSE_CUT.finditer(t, 0, m.a)]
+    nxt = _CLAUSE_CUT.search(t, m.b)
+    return (starts[-1] if starts else 0), (nxt.start() if nxt else len(t))
+
+
+def _about_question(q: Question, m: _Mention) -> bool:
+    """The mention's own clause holds a question word, and no other goal event is nearer."""
+    a, b = _clause(m)
+    s = m.sent
+    in_clause = any(a <= s.words[i][0] < b for i in s.match_idx)
+    return in_clause and _proximity(m) >= 0.55 and _event_fit(q, m) >= 1.0
+
+
+def _excluded(q: Question, m: _Mention) -> bool:
+    if m.kind == "name":
+        return any(w in q.exclude for w in re.split(r"[\s-]+", m.key))
+    if m.kind == "number":
+        return _fold(m.surface.split("-")[0]) in q.exclude
+    if m.kind in ("year", "score", "clock"):
+        return _fold(m.surface) in q.exclude
+    if m.kind == "date":
+        return any(w in q.exclude for w in _fold(m.surface).replace(",", " ").split())
+    return False
+
+
+# --- clusters --------------------------------------------------------------------------
+@dataclass
+class _Cluster:
+    kind: str
+    key: Any
+    mentions: list[_Mention] = field(default_factory=list)
+    score: float = 0.0
+    per_article: dict[str, float] = field(default_factory=dict)
+
+    def articles(self, min_r: float = 0.0) -> set[str]:
+        return {m.sent.doc_id for m in self.mentions if m.r >= min_r}
+
+
+def _compatible(kind: str, precise: Any, vague: Any) -> bool:
+    if kind == "minute":
+        return (precise > 90) if vague == 90 else (45 < precise <= 50)
+    if kind == "date":
+        wd, md = vague
+        pwd, pmd = precise
+        if wd is not None and pwd is not None and wd != pwd:
+            return False
+        if md is not None and pmd is not None and md != pmd:
+            return False
+        return True
+    return precise == vague
+
+
+def _precision(m: _Mention) -> int:
+    if m.kind == "date":
+        wd, md = m.key
+        return (wd is not None) + 2 * (md is not None)
+    return 0 if m.vague else 1
+
+
+def _find(parent: dict[str, str], x: str) -> str:
+    """Union-find root (places named together are one place)."""
+    while parent.setdefault(x, x) != x:
+        x = parent[x]
+    return x
+
+
+def _cluster(
+    ments: list[_Mention], place_rel: dict[str, set[str]], resolve: dict[int, str]
+) -> list[_Cluster]:
+    clusters: dict[tuple[str, Any], _Cluster] = {}
+    groups: dict[str, list[_Mention]] = defaultdict(list)
+    for m in ments:
+        groups[m.kind if m.kind != "name" else m.etype].append(m)
+    for kind, ms in groups.items():
+        if kind in ("minute", "date"):
+            precise = sorted({m.key for m in ms if not m.vague}, key=str)
+            if kind == "date":
+                full = [m for m in ms if m.key[0] is not None and m.key[1] is not None]
+                precise = sorted({m.key for m in full}, key=str)
+            for m in ms:
+                if m.key in precise:
+                    clusters.setdefault((kind, m.key), _Cluster(kind, m.key)).mentions.append(m)
+            for m in ms:
+                if m.key in precise:
+                    continue
+                fits = [p for p in precise if _compatible(kind, p, m.key)]
+                if len(fits) >= 1:
+                    best = max(fits, key=lambda p: sum(x.score for x in clusters[(kind, p)].mentions))
+                    clusters[(kind, best)].mentions.append(m)
+                else:
+                    clusters.setdefault((kind, m.key), _Cluster(kind, m.key)).mentions.append(m)
+        elif kind == "place":
+            parent: dict[str, str] = {}
+            for a, bs in place_rel.items():
+                for b in bs:
+                    parent[_find(parent, a)] = _find(parent, b)
+            for m in ms:
+                root = _find(parent, m.key)
+                clusters.setdefault((kind, root), _Cluster(kind, root)).mentions.append(m)
+        elif kind in ("person", "country", "club", "other"):
+            for m in ms:
+                k = resolve.get(id(m), m.key)
+                clusters.setdefault(("name", k), _Cluster(kind, k)).mentions.append(m)
+        else:
+            for m in ms:
+                clusters.setdefault((kind, m.key), _Cluster(kind, m.key)).mentions.append(m)
+    out = list(clusters.values())
+    for c in out:
+        per: dict[str, list[float]] = defaultdict(list)
+        for m in c.mentions:
+            per[m.sent.doc_id].append(m.score)
+        c.per_article = {d: max(v) + 0.25 * (sum(v) - max(v)) for d, v in per.items()}
+        c.score = sum(c.per_article.values())
+    return sorted(out, key=lambda c: -c.score)
+
+
+def _resolve_names(ments: list[_Mention]) -> dict[int, str]:
+    """Map a lone surname ("Martinez") to the full name it refers to in its article."""
+    full = [m for m in ments if m.kind == "name" and len(m.key.split()) > 1]
+    out: dict[int, str] = {}
+    by_last: dict[str, list[_Mention]] = defaultdict(list)
+    for m in full:
+        by_last[m.key.split()[-1]].append(m)
+    for m in ments:
+        if m.kind != "name" or len(m.key.split()) > 1 or m.key not in by_last:
+            continue
+        cands = by_last[m.key]
+        same = [c for c in cands if c.sent.doc_id == m.sent.doc_id]
+        before = [c for c in same if (c.sent.pos, c.a) < (m.sent.pos, m.a)]
+        if before:
+            out[id(m)] = max(before, key=lambda c: (c.sent.pos, c.a)).key
+        elif len({c.key for c in same}) == 1:
+            out[id(m)] = same[0].key
+        elif len({c.key for c in cands}) == 1:
+            out[id(m)] = cands[0].key
+    return out
+
+
+# --- the answer ------------------------------------------------------------------------
+def _cite(s: _Sent) -> Sentence:
+    return Sentence(text=s.text, doc_id=s.doc_id, start=s.start, end=s.end, passage_rank=s.rank)
+
+
+def _supporting(best: _Mention, mentions: list[_Mention], limit: int = 5) -> list[Sentence]:
+    """The display mention's sentence first, then the best sentence of each other article."""
+    out = [_cite(best.sent)]
+    seen = {best.sent.doc_id}
+    for m in sorted(mentions, key=lambda x: -x.score):
+        if m.sent.doc_id in seen or len(out) >= limit:
+            continue
+        seen.add(m.sent.doc_id)
+        out.append(_cite(m.sent))
+    return out
+
+
+_SINGLE_VALUED = frozenset({"minute", "date", "year", "clock", "score", "number", "place"})
+
+
+def build_answer(question: str, hits: list[Hit], engine: Any) -> AnswerBlock:
+    """A short answer (or the best sentence), its cited support and the sources' conflicts."""
+    articles = len({h.passage.doc_id for h in hits})
+    if not hits or not question or not question.strip():
+        return AnswerBlock(articles=articles)
+    q = analyse_question(question)
+    sents = _sentences(hits, engine)
+    if not sents:
+        return AnswerBlock(articles=articles)
+    # A name or number the question is about, found in no passage: nothing here answers it.
+    present: set[str] = set()
+    for s in sents:
+        present.update(s.pos_of)
+    if any(a not in present for a in q.anchors):
+        return AnswerBlock(articles=articles)
+    _score_relevance(q, sents)
+    if q.kind in ("quote", "sentence"):
+        return _sentence_answer(q, sents, articles)
+    block = _short_answer(q, sents, articles)
+    if block is None:
+        return _sentence_answer(q, sents, articles)
+    return block
+
+
+def _mentions_for(q: Question, sents: list[_Sent]) -> list[_Mention]:
+    kinds = {
+        "time": ("minute", "date", "year", "clock"),
+        "minute": ("minute",),
+        "date": ("date",),
+        "year": ("year",),
+        "clock": ("clock",),
+    }
+    out: list[_Mention] = []
+    if q.kind in kinds:
+        want = kinds[q.kind]
+        for s in sents:
+            out.extend(m for m in _time_mentions(s) if m.kind in want)
+    elif q.kind == "score":
+        for s in sents:
+            out.extend(_score_mentions(s))
+    elif q.kind == "number":
+        for s in sents:
+            found = [
+                m for m in _number_mentions(s) if not _SCORE_RE.search(s.text[max(0, m.a - 1) : m.b + 3])
+            ]
+            out.extend(found)
+    else:
+        known: set[str] = set()
+        lower_vocab: set[str] = set()
+        for s in sents:
+            k, v = _vocab(s.text)
+            known |= k
+            lower_vocab |= v
+        for s in sents:
+            out.extend(_name_mentions(s, known, lower_vocab))
+    return out
+
+
+@lru_cache(maxsize=20_000)
+def _vocab(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """Names a sentence uses mid-sentence, and its lower-case words (cached per sentence)."""
+    return known_names(text), frozenset(re.findall(r"\b[a-z][\w-]*", text))
+
+
+def _short_answer(q: Question, sents: list[_Sent], articles: int) -> AnswerBlock | None:
+    ments = [m for m in _mentions_for(q, sents) if not _excluded(q, m)]
+    if not ments:
+        return None
+    names = [m for m in ments if m.kind == "name"]
+    known_places: set[str] = set()
+    for m in names:
+        if m.key.split()[-1] in _PLACE_WORDS:
+            known_places.add(m.key)
+    place_rel = _place_relations(names) if q.kind == "place" else {}
+    for m in names:
+        known_places.update(place_rel.get(m.key, ()) if m.key.split()[-1] in _PLACE_WORDS else ())
+    # A name seen after "in"/"at" and never acting like a person ("Kane said") is a place.
+    placed = {m.key for m in names if _place_hint(m) >= 1.0 and m.key not in _COUNTRIES}
+    first = {m.key: m for m in reversed(names)}
+    placed = {k for k in placed if not _looks_person(first[k], names)}
+    for m in names:
+        m.etype = _name_type(m, known_places)
+        if m.etype in ("person", "other") and m.key in placed:
+            m.etype = "place"
+    cand_sents = {id(m.sent): m.sent for m in ments}
+    maxrel = max(s.rel for s in cand_sents.values())
+    for m in ments:
+        r = m.sent.rel / maxrel if maxrel > 0 else 1.0
+        m.r = r
+        typefit = 1.0
+        if m.kind == "name":
+            table = _TYPE_FIT.get(q.kind, _TYPE_FIT["person"])
+            typefit = table.get(m.etype, 0.05)
+            if q.kind == "place":
+                typefit *= _place_hint(m) ** (3 if m.etype == "country" else 1)
+                venue = m.key.split()[-1] in _PLACE_WORDS
+                if q.venue is not None:
+                    typefit *= 1.5 if venue == q.venue else 0.6
+        elif q.kind == "time":
+            typefit = q.priors.get(m.kind, 0.5)
+        elif m.kind == "number":
+            typefit = _number_fit(q, m)
+        lead = 1.3 if m.sent.lead else 1.0
+        m.score = (
+            _rank_weight(m.sent.rank)
+            * (0.1 + 0.9 * r) ** 2
+            * _proximity(m)
+            * typefit
+            * _event_fit(q, m)
+            * _role_fit(q, m)
+            * _tense_fit(q, m)
+            * _anchor_fit(q, m.sent)
+            * lead
+        )
+    ments = [m for m in ments if m.score > 0]
+    if not ments:
+        return None
+    resolve = _resolve_names(ments)
+    clusters = _cluster(ments, place_rel, resolve)
+    if not clusters or clusters[0].score <= 0:
+        return None
+    win = clusters[0]
+    best = _display_mention(win)
+    text = best.surface
+    if q.plural and best.kind == "name":
+        text = _join_plural(best, ments) or text
+    if text not in best.sent.text:  # never say what the cited span does not
+        return None
+    support = len(win.articles(min_r=SUPPORT_R)) or 1
+    conflicts = _conflicts(q, win, clusters) if win.kind in _SINGLE_VALUED else []
+    good = [m for m in win.mentions if m.r >= SUPPORT_R] or win.mentions
+    return AnswerBlock(
+        text=text,
+        sentences=_supporting(best, good),
+        support=support,
+        conflicts=conflicts,
+        articles=articles,
+    )
+
+
+def _looks_person(m: _Mention, names: list[_Mention]) -> bool:
+    """A name seen elsewhere as someone doing something ("Gordon fired", "Kane said")."""
+    for o in names:
+        if o.key != m.key:
+            continue
+        after = o.sent.text[o.b :].lstrip()
+        nxt = _WORD.match(after)
+        if nxt and term(nxt.group(0).lower()) in _SPEECH:
+            return True
+    return len(m.key.split()) == 2 and m.key.split()[0] not in (
+        "new",
+        "san",
+        "los",
+        "las",
+        "st",
+        "saint",
+        "buenos",
+        "rio",
+    )
+
+
+def _number_fit(q: Question, m: _Mention) -> float:
+    unit = m.unit
+    u = unit.lower().rstrip("s") if unit else ""
+    if q.unit == "distance":
+        return 1.0 if unit in _DIST_UNITS or u in _DIST_UNITS else 0.1
+    if q.unit == "age":
+        return 1.0 if "year" in m.surface.lower() or u == "year" else 0.2
+    fit = 0.6
+    if q.focus:
+        s = m.sent
+        i0 = _word_index(s, m.b - 1)
+        for i in range(i0 + 1, min(len(s.stems), i0 + 4)):
+            if q.focus in s.stems[i] or _syn_match(s.stems[i], q.focus):
+                fit = 1.5
+                break
+        else:  # "his assist tally to 12"
+            i_start = _word_index(s, m.a)
+            for i in range(max(0, i_start - 4), i_start):
+                if q.focus in s.stems[i] or _syn_match(s.stems[i], q.focus):
+                    fit = 1.2
+                    break
+    if unit in ("minute", "minutes", "year-old", "years", "%"):
+        fit *= 0.5
+    return fit
+
+
+def _display_mention(c: _Cluster) -> _Mention:
+    """The mention to show: the most precise, best supported form (a full name over a surname)."""
+
+    def form(m: _Mention) -> Any:
+        return (m.kind, m.key) if m.kind in ("minute", "date") else _fold(m.surface)
+
+    support: dict[Any, set[str]] = defaultdict(set)
+    for m in c.mentions:
+        support[form(m)].add(m.sent.doc_id)
+        support[_fold(m.surface)].add(m.sent.doc_id)
+    top = max(m.score for m in c.mentions)
+    if c.kind == "place":  # a stadium or its city: whichever the question asked for
+        return max(c.mentions, key=lambda m: m.score)
+
+    def quality(m: _Mention) -> tuple[Any, ...]:
+        precise = _precision(m)
+        length = len(m.surface.split()) if m.kind == "name" else 0
+        return (m.score >= 0.35 * top, precise, length, len(support[_fold(m.surface)]), m.score)
+
+    return max(c.mentions, key=quality)
+
+
+def _join_plural(best: _Mention, ments: list[_Mention]) -> str | None:
+    same = sorted((m for m in ments if m.sent is best.sent and m.kind == "name"), key=lambda m: m.a)
+    t = best.sent.text
+    i = same.index(best) if best in same else -1
+    if i < 0:
+        return None
+    a, b = best.a, best.b
+    j = i
+    while j + 1 < len(same) and re.fullmatch(r",? (?:and )?|, ", t[same[j].b : same[j + 1].a]):
+        j += 1
+        b = same[j].b
+    k = i
+    while k - 1 >= 0 and re.fullmatch(r",? (?:and )?|, ", t[same[k - 1].b : same[k].a]):
+        k -= 1
+        a = same[k].a
+    return t[a:b] if (j > i or k < i) else None
+
+
+def _conflicts(q: Question, win: _Cluster, clusters: list[_Cluster]) -> list[Conflict]:
+    """Versions of the fact that some article states instead of the winning one."""
+    rivals = [c for c in clusters[1:] if c.kind == win.kind]
+    if not rivals:
+        return []
+    top_mention = max(m.score for m in win.mentions)
+    out: list[Conflict] = []
+    for c in rivals:
+        dissent: list[_Mention] = []
+        for doc, sc in c.per_article.items():
+            mine = max((x for x in c.mentions if x.sent.doc_id == doc), key=lambda x: x.score)
+            if win.per_article.get(doc, 0.0) >= 0.8 * sc:
+                continue  # this article also states the winning version
+            others = [o.per_article.get(doc, 0.0) for o in rivals if o is not c]
+            if others and max(others) > sc:
+                continue  # not this article's own answer
+            if mine.r < 0.6 or mine.sent.rel < 0.5 or mine.score < 0.1 * top_mention:
+                continue
+            if not _about_question(q, mine):
+                continue
+            if mine.kind == "number" and _number_fit(q, mine) < 1.0:
+                continue
+            dissent.append(mine)
+        if dissent:
+            best = max(dissent, key=lambda m: m.score)
+            out.append(
+                Conflict(
+                    text=best.surface,
+                    support=len({m.sent.doc_id for m in dissent}),
+                    sentences=_supporting(best, dissent),
+                )
+            )
+    return out
+
+
+# --- sentence answers ------------------------------------------------------------------
+_QUOTE_SPAN = re.compile(r"“[^”]*”|\"[^\"]*\"")
+
+
+def _outside_quotes(t: str) -> tuple[str, bool]:
+    """The text outside quotation marks, and whether the sentence quotes anyone."""
+    quoted = bool(re.search(r"[“”\"]", t))
+    out = _QUOTE_SPAN.sub(" ", t)
+    if "”" in out and "“" not in out:  # the tail of a quote that began earlier
+        out = out[out.rindex("”") + 1 :]
+    if "“" in out:
+        out = out[: out.index("“")]
+    if out.count('"') == 1:
+        i = out.index('"')
+        out = out[i + 1 :] if t.strip().endswith(('."', '"')) is False else out[:i]
+    return out, quoted
+
+
+def _names_in(t: str) -> set[str]:
+    """Capitalised words that could name a speaker ("the German coach said" names nobody)."""
+    return {
+        f
+        for f in (_fold(_core(w)) for w in _qwords(t) if w[:1].isupper())
+        if f not in _DEMONYMS and f not in _ROLE_NOUNS and f not in _STARTS_CAP
+    }
+
+
+def _speaker_fit(q: Question, s: _Sent) -> float:
+    outside, quoted = _outside_quotes(s.text)
+    if not q.speaker:
+        return 1.3 if quoted else 1.0
+    outside_words = {_fold(_core(w)) for w in _qwords(outside)}
+    speaks = any(term(w) in _SPEECH for w in outside_words)
+    if outside_words & q.speaker:
+        return 2.2 if quoted else (1.4 if speaks else 1.0)
+    named = _names_in(outside) - _STARTS_CAP
+    if quoted and named and speaks:
+        return 0.3  # somebody else said it
+    # "he said", or a quote continuing: the speaker is named in the sentences before.
+    ctx = s.prev
+    for _ in range(3):
+        if ctx is None:
+            break
+        if _names_in(_outside_quotes(ctx.text)[0]) & q.speaker:
+            return 1.7 if quoted else 1.0
+        if (
+            _names_in(_outside_quotes(ctx.text)[0]) - _STARTS_CAP - q.speaker
+            and ctx.text[:1] not in _OPEN_QUOTES
+        ):
+            break
+        ctx = ctx.prev
+    return 1.0 if quoted else 0.7
+
+
+_STARTS_CAP = frozenset(w for w in _STARTS) | frozenset(("the", "he", "she", "it", "they", "we"))
+
+
+def _share_quote_relevance(sents: list[_Sent]) -> None:
+    """Sentences of one quotation ("“A. B. C,” X said.") share the best relevance among them,
+    so the one that names the speaker can carry the quote's topic."""
+    i = 0
+    while i < len(sents):
+        s = sents[i]
+        t = s.text
+        if t[:1] in '“"' and t.count("”") + t.count('"') < (2 if t[:1] == '"' else 1):
+            j = i + 1
+            while j < len(sents) and j - i < 8 and sents[j].doc_id == s.doc_id:
+                if "”" in sents[j].text or '"' in sents[j].text:
+                    break
+                j += 1
+            block = sents[i : min(j + 1, len(sents))]
+            block = [b for b in block if b.doc_id == s.doc_id]
+            best = max(b.rel for b in block)
+            for b in block:
+                b.rel = max(b.rel, 0.9 * best)
+            i += len(block)
+        else:
+            i += 1
+
+
+def _sentence_answer(q: Question, sents: list[_Sent], articles: int) -> AnswerBlock:
+    scored: list[tuple[float, _Sent]] = []
+    if q.kind == "quote":
+        _share_quote_relevance(sents)
+    for s in sents:
+        if len(s.words) < 4:
+            continue
+        sc = _rank_weight(s.rank) * s.rel
+        if q.kind == "quote":
+            # What someone said is a quotation attributed to them; the topic words help.
+            quoted = bool(re.search(r"[“”\"]", s.text))
+            sc = _rank_weight(s.rank) * (0.25 + s.rel) * _speaker_fit(q, s) * (1.0 if quoted else 0.5)
+        scored.append((sc, s))
+    if not scored:
+        return AnswerBlock(articles=articles)
+    scored.sort(key=lambda x: -x[0])
+    top, best = scored[0]
+    if top <= 0 or (best.rel < 0.2 and not (q.kind == "quote" and q.speaker)):
+        return AnswerBlock(articles=articles)
+    # Support: articles with a sentence saying much the same (shared content words).
+    mine = set(best.pos_of)
+    sentences = [_cite(best)]
+    docs = {best.doc_id}
+    for sc, s in scored[1:]:
+        if s.doc_id in docs or sc < 0.5 * top:
+            continue
+        theirs = set(s.pos_of)
+        if mine and len(mine & theirs) / max(1, min(len(mine), len(theirs))) >= 0.5:
+            docs.add(s.doc_id)
+            sentences.append(_cite(s))
+    return AnswerBlock(text=None, sentences=sentences, support=len(docs), articles=articles)

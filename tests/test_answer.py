@@ -1,0 +1,338 @@
+"""The answer block: question types, voting, conflicts, and quotes that are exact spans."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from search.answer import analyse_question, build_answer
+from search.types import AnswerBlock, Article, Hit, Passage
+
+
+class FakeEngine:
+    """Only what build_answer may use: get_document."""
+
+    def __init__(self, docs: dict[str, str]) -> None:
+        self.docs = docs
+
+    def get_document(self, doc_id: str) -> Article:
+        return Article(id=doc_id, title="", text=self.docs[doc_id])
+
+
+def make_hits(docs: dict[str, str], passages: list[tuple[str, int, int]] | None = None) -> list[Hit]:
+    """One hit per (doc, start, end) span, ranked in order; default: each whole article."""
+    spans = passages or [(d, 0, len(t)) for d, t in docs.items()]
+    hits = []
+    for rank, (d, a, b) in enumerate(spans, 1):
+        p = Passage(id=f"{d}#{rank}", doc_id=d, start=a, end=b, text=docs[d][a:b])
+        hits.append(Hit(passage=p, score=1.0 / rank, rank=rank))
+    return hits
+
+
+def ask(question: str, docs: dict[str, str], engine: object | None = None) -> AnswerBlock:
+    hits = make_hits(docs)
+    block = build_answer(question, hits, engine if engine is not None else FakeEngine(docs))
+    check_block(block, docs, hits)
+    return block
+
+
+def check_block(block: AnswerBlock, docs: dict[str, str], hits: list[Hit]) -> None:
+    """Every quote is an exact article span cited by the rank of a hit that holds it, and
+    every word of the short answer occurs in the first cited span."""
+    by_rank = {h.rank: h for h in hits}
+    for s in block.sentences + [s for c in block.conflicts for s in c.sentences]:
+        assert docs[s.doc_id][s.start : s.end] == s.text
+        h = by_rank[s.passage_rank]
+        assert h.passage.doc_id == s.doc_id
+        assert h.passage.start <= s.start and s.end <= h.passage.end
+    if block.text is not None:
+        assert block.sentences, "a short answer needs a supporting sentence"
+        for w in re.findall(r"\w+", block.text):
+            assert w in block.sentences[0].text
+    for c in block.conflicts:
+        for w in re.findall(r"\w+", c.text):
+            assert w in c.sentences[0].text
+    assert block.support <= len({h.passage.doc_id for h in hits})
+
+
+# --- question types ----------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "question,kind",
+    [
+        ("who scored the winner", "person"),
+        ("which goalkeeper did Gordon beat", "person"),
+        ("who is the England manager", "person"),
+        ("who will Argentina face in the final", "team"),
+        ("which club did Gordon recently join", "club"),
+        ("where was the match played", "place"),
+        ("which stadium will host the final", "place"),
+        ("when did Fernandez equalise", "time"),
+        ("in what minute did Gordon score", "minute"),
+        ("what date is the final", "date"),
+        ("what was the final score", "score"),
+        ("how many goals has Messi scored", "number"),
+        ("how far out was the shot", "number"),
+        ("what did Tuchel say after the match", "quote"),
+        ("what did Scaloni call his players", "quote"),
+        ("how did Messi celebrate", "sentence"),
+        ("why did England lose", "sentence"),
+        ("Messi", "sentence"),
+    ],
+)
+def test_question_types(question: str, kind: str) -> None:
+    assert analyse_question(question).kind == kind
+
+
+def test_question_role_team_and_speaker() -> None:
+    q = analyse_question("who is the England manager")
+    assert q.role == "manager" and q.team == "england"
+    q = analyse_question("what did Rooney say about Tuchel")
+    assert q.speaker == {"rooney"}
+
+
+# --- voting ------------------------------------------------------------------------------
+WINNER = {
+    "a": "Argentina beat England 2-1. Lautaro Martinez scored the winner in stoppage time after Messi crossed.",
+    "b": "Messi was superb. Substitute Lautaro Martinez headed home the winner in the 92nd minute.",
+    "c": "Lautaro Martinez came on late. The winner came from Martinez, who rose to head home in added time.",
+    "d": "Goalkeeper Emiliano Martinez made two saves. Enzo Fernandez equalised earlier.",
+}
+
+
+def test_redundancy_votes_for_the_name_most_articles_give() -> None:
+    block = ask("who scored the winner", WINNER)
+    assert block.text == "Lautaro Martinez"
+    assert block.support == 3
+    assert block.conflicts == []
+    assert block.articles == 4
+    assert {s.doc_id for s in block.sentences} == {"a", "b", "c"}
+
+
+def test_surname_joins_the_full_name_named_before_it_in_its_article() -> None:
+    docs = dict(WINNER)
+    docs["e"] = (
+        "Emiliano Martinez was beaten at the near post. Martinez scored the winner in a previous game."
+    )
+    block = ask("who scored the winner", docs)
+    assert block.text == "Lautaro Martinez"
+    assert block.support == 3  # "e" speaks of Emiliano Martinez: its "Martinez" is not a vote
+    assert "e" not in {s.doc_id for s in block.sentences}
+
+
+def test_candidates_that_repeat_the_question_do_not_win() -> None:
+    docs = {
+        "a": "Argentina beat England 2-1 in Atlanta.",
+        "b": "England were beaten by Argentina, who now face Spain.",
+        "c": "It was Argentina who beat England on Wednesday.",
+    }
+    block = ask("who beat England", docs)
+    assert block.text == "Argentina"
+    block = ask(
+        "who scored the equaliser for Argentina", {"a": "Argentina's equaliser came from Enzo Fernandez."}
+    )
+    assert block.text == "Enzo Fernandez"
+
+
+def test_rank_breaks_ties() -> None:
+    docs = {"a": "The winner was scored by Kane.", "b": "The winner was scored by Saka."}
+    assert ask("who scored the winner", docs).text == "Kane"
+
+
+def test_role_question_prefers_the_named_team() -> None:
+    docs = {
+        "a": "Argentina coach Lionel Scaloni praised his side.",
+        "b": "England manager Thomas Tuchel defended his tactics.",
+        "c": "Manager Thomas Tuchel will face questions.",
+    }
+    assert ask("who is the England manager", docs).text == "Thomas Tuchel"
+    assert ask("who is the Argentina coach", docs).text == "Lionel Scaloni"
+
+
+def test_plural_question_joins_coordinated_names() -> None:
+    docs = {
+        "a": "For England, key players Jude Bellingham and Harry Kane failed to deliver when it mattered most."
+    }
+    assert ask("which England stars failed to deliver", docs).text == "Jude Bellingham and Harry Kane"
+
+
+def test_club_place_number_score_and_year() -> None:
+    docs = {
+        "a": "Gordon scored again. The recent Barcelona signing found space in the area.",
+        "b": "The final is at MetLife Stadium in New Jersey. Argentina won 2-1 and England last won in 1966.",
+        "c": "Messi has played every minute of Argentina's four knockout matches. He is 39.",
+        "d": "The Chelsea midfielder unleashed a superb 20-metre strike into the corner.",
+    }
+    assert ask("which club did Gordon recently join", docs).text == "Barcelona"
+    assert ask("which stadium will host the final", docs).text == "MetLife Stadium"
+    assert ask("what was the final score", docs).text == "2-1"
+    assert ask("how many knockout games has Messi played every minute of", docs).text == "four"
+    assert ask("how far was the strike", docs).text == "20-metre"
+    assert ask("when did England last win a major trophy", docs).text == "1966"
+
+
+# --- conflicts ---------------------------------------------------------------------------
+EQUALISER = {
+    "a": "A stunning Enzo Fernandez hit in the 85th minute levelled the scores.",
+    "b": "The breakthrough arrived in the 85th minute when Messi found Enzo Fernandez in space.",
+    "c": "Messi set up Enzo Fernandez for the 85th-minute equalizer, then Martinez won it in stoppage time.",
+    "d": "The breakthrough came in the 86th minute when Enzo Fernandez powered his header home to level the scores.",
+}
+
+
+def test_minute_disagreement_is_a_cited_conflict() -> None:
+    block = ask("when did Fernandez equalise", EQUALISER)
+    assert block.text is not None and "85th" in block.text
+    assert block.support == 3
+    assert len(block.conflicts) == 1
+    c = block.conflicts[0]
+    assert c.text == "86th minute"
+    assert c.support == 1
+    assert [s.doc_id for s in c.sentences] == ["d"]
+    assert c.sentences[0].passage_rank == 4
+
+
+def test_minutes_said_in_different_words_agree() -> None:
+    docs = {
+        "a": "Lautaro Martinez scored the winner in the 92nd minute.",
+        "b": "Martinez headed the winner in stoppage time.",
+        "c": "The winner came in the second minute of nine minutes of added time.",
+        "d": "Lautaro Martinez's winner arrived at 90+2.",
+        "e": "The winning goal came deep in injury time.",
+    }
+    block = ask("when was the winning goal scored", docs)
+    assert block.conflicts == []
+    assert block.support >= 4
+    assert block.text in ("92nd minute", "90+2", "second minute of nine minutes of added time")
+
+
+def test_minute_of_another_event_is_not_a_conflict() -> None:
+    docs = {
+        "a": "Lautaro Martinez scored the winner in stoppage time.",
+        "b": "Lautaro Martinez headed the winner in the 92nd minute.",
+        "c": "Fernandez's equaliser came in the 85th minute before Lautaro Martinez's late winner.",
+    }
+    block = ask("when was the winning goal scored", docs)
+    assert block.conflicts == []
+    assert block.text in ("92nd minute", "stoppage time")
+
+
+def test_day_disagreement_and_vaguer_dates_agree() -> None:
+    docs = {
+        "a": "Argentina face Spain in the final at MetLife Stadium on Sunday.",
+        "b": "The final, scheduled for Sunday, July 19, promises to be an epic clash.",
+        "c": "Sunday's final against Spain offers Messi one more chance.",
+        "d": "His side face Spain in the final on Monday (WA time).",
+    }
+    block = ask("when is the final", docs)
+    assert block.text is not None and "Sunday" in block.text
+    assert block.support == 3
+    assert [c.text for c in block.conflicts] == ["Monday (WA time)"]
+    assert block.conflicts[0].support == 1
+
+
+def test_score_disagreement() -> None:
+    docs = {
+        "a": "Argentina recovered from a 2-0 deficit to beat Egypt 3-2 in the last 16.",
+        "b": "The same stadium saw their stunning 2-0 comeback against Egypt in the round of 16.",
+    }
+    block = ask("what was the score against Egypt", docs)
+    assert block.text in ("3-2", "2-0")
+    assert len(block.conflicts) == 1
+
+
+# --- sentence answers --------------------------------------------------------------------
+def test_what_someone_said_is_a_quoted_sentence_by_that_speaker() -> None:
+    docs = {
+        "a": (
+            "Former England great Wayne Rooney criticised Tuchel. "
+            "“We got too passive after we scored,” Tuchel told the BBC. "
+            "“I think he got it wrong,” Rooney told the BBC."
+        ),
+    }
+    block = ask("what did Tuchel say after the match", docs)
+    assert block.text is None
+    assert "too passive" in block.sentences[0].text
+    block = ask("what did Rooney say about Tuchel", docs)
+    assert "got it wrong" in block.sentences[0].text
+
+
+def test_quote_continuation_is_attributed_from_context() -> None:
+    docs = {
+        "a": (
+            "England manager Thomas Tuchel defended his players. "
+            '"The team gave everything and we were very close," the German coach said. '
+            "Scaloni was delighted."
+        )
+    }
+    block = ask("what did Tuchel say", docs)
+    assert "gave everything" in block.sentences[0].text
+
+
+def test_how_question_gives_the_best_sentence() -> None:
+    docs = {
+        "a": "Messi dropped to his knees on the final whistle, before being hoisted onto shoulders in celebration.",
+        "b": "Argentina won 2-1 in Atlanta.",
+    }
+    block = ask("how did Messi celebrate at the final whistle", docs)
+    assert block.text is None
+    assert block.sentences[0].text.startswith("Messi dropped to his knees")
+
+
+# --- bad input ---------------------------------------------------------------------------
+def test_nothing_answers_a_question_about_something_absent() -> None:
+    block = ask("who won the 1930 final", WINNER)
+    assert block == AnswerBlock(text=None, sentences=[], support=0, conflicts=[], articles=4)
+
+
+@pytest.mark.parametrize("question", ["Messi", "who", "what happened?", "who is it", "when"])
+def test_odd_questions_give_an_honest_block(question: str) -> None:
+    block = ask(question, WINNER)
+    assert isinstance(block, AnswerBlock)
+
+
+def test_no_hits_and_single_article() -> None:
+    assert build_answer("who scored the winner", [], FakeEngine({})) == AnswerBlock()
+    docs = {"only": "Lautaro Martinez scored the winner."}
+    block = ask("who scored the winner", docs)
+    assert block.text == "Lautaro Martinez" and block.support == 1 and block.articles == 1
+
+
+def test_works_without_get_document_and_with_passage_spans() -> None:
+    text = "Intro line here.\n\nLautaro Martinez scored the winner in the 92nd minute. Then fans sang."
+    docs = {"a": text}
+    start = text.index("Lautaro")
+    hits = make_hits(docs, [("a", start, len(text))])
+    for engine in (object(), FakeEngine(docs)):
+        block = build_answer("who scored the winner", hits, engine)
+        check_block(block, docs, hits)
+        assert block.text == "Lautaro Martinez"
+        assert block.sentences[0].start == start
+
+
+def test_headings_are_not_quoted() -> None:
+    docs = {"a": "The Comeback\n\nLautaro Martinez scored the winner.\n\nWhy It Matters\n\nIt was big."}
+    block = ask("the comeback", docs)
+    assert all(s.text not in ("The Comeback", "Why It Matters") for s in block.sentences)
+
+
+# --- end to end on the seeds -------------------------------------------------------------
+@pytest.mark.slow
+def test_seed_acceptance(seed_engine) -> None:
+    docs = {d.id: seed_engine.get_document(d.id).text for d in seed_engine.documents()}
+
+    def run(q: str) -> AnswerBlock:
+        res = seed_engine.ask(q, k=10)
+        assert res.answer is not None
+        check_block(res.answer, docs, res.hits)
+        return res.answer
+
+    a = run("who scored the winner")
+    assert a.text == "Lautaro Martinez" and a.support >= 4 and a.conflicts == []
+    a = run("when did Fernandez equalise")
+    assert a.text is not None and "85th" in a.text
+    assert [c.text for c in a.conflicts] == ["86th minute"]
+    a = run("when was the winning goal scored")
+    assert a.conflicts == []
+    a = run("who won the 1930 final")
+    assert a.text is None and a.sentences == []
