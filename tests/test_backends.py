@@ -1,0 +1,261 @@
+"""The same re-indexing behaviour over both backends: local (whoosh + FAISS) and Milvus Lite.
+
+Milvus tests need ``pymilvus`` and ``milvus-lite`` 2.5 (the real C++ core: English
+analyzer with stemming, BM25 function); they skip, saying why, only where Milvus Lite
+cannot start. Scores are never compared by value or sign, only ranks and contents.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from search.embed import HashEmbedder
+from search.engine import Engine
+from search.errors import DocumentNotFoundError, IndexMissingError
+from search.types import Article
+
+BACKENDS = ["local", "milvus"]
+MODES = ("bm25", "dense", "hybrid")
+
+A = Article(
+    id="a.txt",
+    title="Late winner",
+    text="Lautaro Martinez headed home the winner in stoppage time. Inter climbed to second in the table.",
+    source="bbc",
+)
+B = Article(
+    id="b.txt",
+    title="Equaliser",
+    text="Enzo Fernandez equalised in the 85th minute. Messi set him up with a clever pass.",
+    source="guardian",
+)
+A2 = Article(
+    id="a.txt",
+    title="Penalty miss",
+    text="Harry Kane missed a penalty in the first half. Tottenham drew with Arsenal.",
+    source="bbc",
+)
+
+_milvus_unavailable: str | None = None
+
+
+def _open(backend: str, root: Path, create: bool = True) -> Engine:
+    global _milvus_unavailable
+    if backend == "local":
+        return Engine.open(root / "idx", create=create, embedder=HashEmbedder())
+    if _milvus_unavailable:
+        pytest.skip(_milvus_unavailable)
+    try:
+        import milvus_lite  # noqa: F401
+        import pymilvus  # noqa: F401
+    except ImportError as e:
+        _milvus_unavailable = f"Milvus Lite cannot start: {e} (pip install 'search[milvus]')"
+        pytest.skip(_milvus_unavailable)
+    try:
+        return Engine.open(
+            root / "idx", create=create, embedder=HashEmbedder(), backend="milvus", uri=str(root / "m.db")
+        )
+    except (IndexMissingError, ValueError):
+        raise
+    except Exception as e:  # the Lite binary missing for this platform, or it failed to start
+        if "Milvus Lite" in str(e) or "local milvus" in str(e).lower():
+            _milvus_unavailable = f"Milvus Lite cannot start: {e}"
+            pytest.skip(_milvus_unavailable)
+        raise
+
+
+@pytest.fixture(params=BACKENDS)
+def engine(request: pytest.FixtureRequest, tmp_path: Path):
+    e = _open(request.param, tmp_path)
+    yield e
+    e.close()
+
+
+def _texts(engine: Engine, question: str, mode: str, k: int = 10) -> list[str]:
+    return [h.passage.text for h in engine.search(question, k=k, mode=mode)]
+
+
+def _check_citations(engine: Engine, question: str, mode: str) -> list:
+    hits = engine.search(question, k=5, mode=mode)
+    for h in hits:
+        art = engine.get_document(h.passage.doc_id)
+        assert art.text[h.passage.start : h.passage.end] == h.passage.text
+        assert h.title == art.title and h.source == art.source
+    return hits
+
+
+def test_add_then_every_mode_cites_spans(engine: Engine) -> None:
+    r = engine.add([A, B])
+    assert sorted(r.added) == ["a.txt", "b.txt"] and r.passages >= 2
+    for mode in MODES:
+        hits = _check_citations(engine, "who headed home the winner in stoppage time", mode)
+        assert hits, mode
+        assert hits[0].passage.doc_id == "a.txt", mode
+    # stemming on both sides: "equalising" finds "equalised"
+    assert engine.search("equalising goal Fernandez", k=3, mode="bm25")[0].passage.doc_id == "b.txt"
+    assert {d.id for d in engine.documents()} == {"a.txt", "b.txt"}
+    assert engine.stats()["documents"] == 2
+
+
+def test_update_replaces_in_both_retrievers(engine: Engine) -> None:
+    engine.add([A, B])
+    r = engine.add([A2])
+    assert r.replaced == ["a.txt"]
+    for mode in MODES:
+        assert all("Lautaro" not in t for t in _texts(engine, "Lautaro Martinez winner stoppage", mode)), mode
+    for mode in MODES:
+        hits = _check_citations(engine, "Kane missed a penalty", mode)
+        assert hits[0].passage.doc_id == "a.txt" and "penalty" in hits[0].passage.text, mode
+    assert engine.get_document("a.txt").title == "Penalty miss"
+    assert engine.document_record("a.txt").content_hash == A2.content_hash
+    assert all("Kane" in p.text or "Tottenham" in p.text for p in engine.passages_of("a.txt"))
+
+
+def test_shorter_new_version_leaves_no_old_passages(engine: Engine) -> None:
+    long = Article(
+        id="long",
+        title="Report",
+        text=" ".join(f"Sentence {i} about the derby and goal {i}." for i in range(120)),
+    )
+    engine.add([long])
+    before = engine.passages_of("long")
+    assert len(before) > 2
+    engine.add([Article(id="long", title="Report", text="Short: the derby ended goalless.")])
+    after = engine.passages_of("long")
+    assert [p.text for p in after] == ["Short: the derby ended goalless."]
+    assert engine.stats()["passages"] == 1
+    for mode in MODES:
+        assert all(
+            h.passage.id in {p.id for p in after}
+            for h in engine.search("Sentence 57 derby goal", k=10, mode=mode)
+        )
+
+
+def test_unchanged_content_is_skipped(engine: Engine) -> None:
+    engine.add([A, B])
+    before = engine.manifest()["generation"]
+
+    r = engine.add([A, B])
+    assert sorted(r.unchanged) == ["a.txt", "b.txt"] and not r.added and not r.replaced
+    assert engine.manifest()["generation"] == before  # nothing was written
+
+
+def test_remove_returns_nothing(engine: Engine) -> None:
+    engine.add([A, B])
+    r = engine.remove(["a.txt", "nope"])
+    assert r.removed == ["a.txt"] and r.missing == ["nope"]
+    for mode in MODES:
+        assert all(
+            h.passage.doc_id != "a.txt"
+            for h in engine.search("Lautaro winner stoppage time", k=10, mode=mode)
+        )
+    with pytest.raises(DocumentNotFoundError):
+        engine.get_document("a.txt")
+    assert [d.id for d in engine.documents()] == ["b.txt"]
+    assert engine.passages_of("a.txt") == []
+    assert engine.stats()["documents"] == 1
+
+
+def test_index_resets_to_exactly_the_given_sources(engine: Engine, tmp_path: Path) -> None:
+    engine.add([A2])  # will not be in the rebuilt index
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "one.txt").write_text(
+        "Derby day\n\nSaka scored twice as Arsenal beat Chelsea.\n", encoding="utf-8"
+    )
+    (src / "two.txt").write_text(
+        "Cup tie\n\nThe goalkeeper saved three penalties in the shoot-out.\n", encoding="utf-8"
+    )
+    r = engine.index([src])
+    assert len(r.added) == 2 and "a.txt" in r.removed
+    ids = {d.id for d in engine.documents()}
+    assert len(ids) == 2 and "a.txt" not in ids
+    for mode in MODES:
+        assert all(h.passage.doc_id != "a.txt" for h in engine.search("Kane penalty", k=10, mode=mode))
+        assert engine.search("Saka scored twice", k=1, mode=mode)
+    assert engine.manifest()["sources"] == [str(src.resolve())]
+
+
+def test_last_version_in_one_batch_wins(engine: Engine) -> None:
+    engine.add([A, A2, B])
+    assert engine.get_document("a.txt").text == A2.text
+    assert engine.stats()["documents"] == 2
+
+
+def test_reopen_reads_without_reencoding(engine: Engine, tmp_path: Path) -> None:
+    engine.add([A, B])
+    before = [h.to_dict() for h in engine.search("who scored the winner", k=3)]
+    backend = engine.backend_name
+    engine.close()
+
+    class NoEncode(HashEmbedder):
+        def encode(self, *a, **k):  # reopening must not re-encode passages
+            raise AssertionError("re-encoded")
+
+    kwargs = {"backend": "milvus", "uri": str(tmp_path / "m.db")} if backend == "milvus" else {}
+    e2 = Engine.open(tmp_path / "idx", embedder=NoEncode(), **kwargs)
+    try:
+        assert [h.to_dict() for h in e2.search("who scored the winner", k=3)] == before
+    finally:
+        e2.close()
+
+
+# -- Milvus only ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def milvus(tmp_path: Path):
+    e = _open("milvus", tmp_path)
+    yield e
+    e.close()
+
+
+def test_milvus_native_hybrid_and_filters(milvus: Engine) -> None:
+    milvus.add([A, B])
+    be = milvus._backend
+    vec = milvus.embedder.encode_query("Fernandez equalised late")
+    for fusion in ("rrf", "weighted"):
+        hits = be.hybrid("Fernandez equalised late", vec, 2, fusion)
+        assert hits and hits[0][0].startswith("b.txt#")
+    assert {p.split("#")[0] for p, _ in be.hybrid("goal", vec, 5, "rrf", filter={"source": "bbc"})} == {
+        "a.txt"
+    }
+    assert {p.split("#")[0] for p, _ in be.dense(vec, 5, filter={"doc_id": ["a.txt"]})} == {"a.txt"}
+    assert {
+        p.split("#")[0]
+        for p, _ in be.lexical_search([], 5, question="Messi pass", filter='source == "guardian"')
+    } == {"b.txt"}
+    with pytest.raises(ValueError, match="choose rrf or weighted"):
+        be.hybrid("goal", vec, 2, "borda")
+    with pytest.raises(ValueError, match="cannot filter on"):
+        be.dense(vec, 2, filter={"text": "x"})
+
+
+def test_milvus_missing_and_mismatched_index_refused(tmp_path: Path) -> None:
+    from search.errors import IndexFormatError
+
+    with pytest.raises(IndexMissingError, match="search index"):
+        _open("milvus", tmp_path, create=False)
+    e = _open("milvus", tmp_path)
+    e.add([A])
+    e.close()
+    from search.backends.milvus import MilvusBackend
+
+    settings = {"embedding": {"model": "other-model", "dim": 384}}
+    with pytest.raises(IndexFormatError, match="other-model"):
+        MilvusBackend(str(tmp_path / "m.db"), settings=settings)
+
+
+def test_filter_expressions_escape_values() -> None:
+    from search.backends.milvus import filter_expr, lexical_text, lite_path
+
+    assert filter_expr({"source": 'a"b\\c'}) == 'source == "a\\"b\\\\c"'
+    assert filter_expr({"doc_id": ["x", "y"]}) == 'doc_id in ["x", "y"]'
+    assert filter_expr(None) == "" and filter_expr(" source == 'x' ") == "source == 'x'"
+    assert lexical_text("Who scored the winner?", ["scor", "winner"]) == "scored the winner"
+    assert lexical_text(None, ["scor", "winner"]) == "scor winner"
+    assert lite_path("http://localhost:19530") is None
+    assert lite_path("/tmp/x.db") == Path("/tmp/x.db")
+    assert lite_path("index") == Path("index/milvus.db")
