@@ -40,12 +40,16 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
-#: Segments up to this many rows are searched with numpy. Measured (docs/benchmarks.md):
-#: numpy and FAISS flat cost the same per row for one query, and below this size a
-#: query costs under ~2 ms on 2 cores, so the only difference is faiss's import.
-NUMPY_MAX_ROWS = 50_000
+#: Segments up to this many rows are searched with numpy. Measured (docs/benchmarks.md,
+#: 2 cores): ~1 ms a query at 10k rows, ~2 ms at 20k, against ~1 ms for IVF at 100k;
+#: below this size exact search is cheap and a cold query skips faiss's import.
+NUMPY_MAX_ROWS = 20_000
 #: Segments of at least this many rows get an IVF index at write time.
-ANN_MIN_ROWS = 50_000
+ANN_MIN_ROWS = 20_000
+#: One query is searched on one thread: a matrix-vector product gains little from a
+#: second core, and on a busy machine OpenMP/BLAS threads spin-waiting for a core
+#: turned 1 ms into 50-80 ms (measured). Index building uses every core.
+QUERY_THREADS = 1
 ANN_SUFFIX = ".faiss"
 #: Fraction of IVF lists probed: measured recall@10 >= 0.98 against exact on MiniLM
 #: vectors of real passages (docs/benchmarks.md). Never fewer than ``MIN_NPROBE``.
@@ -53,10 +57,24 @@ NPROBE_FRACTION = 1 / 16
 MIN_NPROBE = 16
 
 
+_faiss_ready = False
+
+
 def _faiss() -> Any:  # faiss costs 0.1-0.3 s to import: only when FAISS is used
+    global _faiss_ready
     import faiss
 
+    if not _faiss_ready:
+        faiss.omp_set_num_threads(QUERY_THREADS)
+        _faiss_ready = True
     return faiss
+
+
+def _cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
 
 
 def save_vectors(path: Path, vectors: np.ndarray) -> None:
@@ -98,9 +116,13 @@ def build_ann(vectors: np.ndarray, quantizer: str = "flat", nprobe: int | None =
     index = faiss.index_factory(dim, f"IVF{nlist},{codes}", faiss.METRIC_INNER_PRODUCT)
     # k-means on a sample: 64 points a list is plenty for MiniLM vectors, and training
     # time (not adding) dominates building at this size.
-    sample = x if n <= nlist * 64 else x[np.random.default_rng(0).choice(n, nlist * 64, replace=False)]
-    index.train(sample)
-    index.add(x)
+    sample = x if n <= nlist * 64 else x[np.sort(np.random.default_rng(0).choice(n, nlist * 64, replace=False))]
+    faiss.omp_set_num_threads(_cores())
+    try:
+        index.train(sample)
+        index.add(x)
+    finally:
+        faiss.omp_set_num_threads(QUERY_THREADS)
     index.nprobe = nprobe or max(MIN_NPROBE, int(round(nlist * NPROBE_FRACTION)))
     return index
 
@@ -131,7 +153,8 @@ def write_ann(npy_path: Path, vectors: np.ndarray | None = None, quantizer: str 
 
 def _numpy_top(vectors: np.ndarray, live: np.ndarray | None, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Exact top ``k`` by inner product, ties by row: what IndexFlatIP returns."""
-    scores = vectors @ q
+    # einsum, not ``vectors @ q``: the same sums without BLAS's thread pool (see QUERY_THREADS).
+    scores = np.einsum("ij,j->i", vectors, q)
     if live is not None:
         scores = np.where(live, scores, -np.inf)
     n = len(scores)
