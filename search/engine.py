@@ -38,6 +38,9 @@ CHUNK_VERSION = 2  # bump whenever search.chunk changes what passages it makes
 # How deep each retriever goes before fusion: deep enough that a passage ranked well
 # by one side and poorly by the other still meets itself in the fused list.
 CANDIDATES = 100
+# How many passages the answer module reads: five outlets' worth of evidence, so a
+# lone dissenting outlet ranked below the shown passages still counts as a conflict.
+ANSWER_DEPTH = 20
 
 
 def default_index_path() -> Path:
@@ -297,9 +300,9 @@ class Engine:
         finder = dedup.DuplicateFinder()
         replaced = {a.id for a in batch.articles}
         if not reset:
-            for rec in self._backend.docs():
-                if rec.minhash and rec.id not in replaced:
-                    finder.add(rec.id, dedup.decode(rec.minhash), rec.duplicate_of)
+            for doc_id, group, sig in self._backend.signatures():
+                if doc_id not in replaced and len(sig):
+                    finder.add(doc_id, sig, group)
         for i, a in enumerate(batch.articles):
             sig = dedup.signature(a.text)
             batch.minhash[i] = dedup.encode(sig)
@@ -431,19 +434,27 @@ class Engine:
     def ask(
         self, question: str, k: int = 5, mode: str = "hybrid", answer: bool = True, collapse: bool | None = None
     ) -> Answer:
-        """Search, then (with ``answer``) extract a short answer with its supporting sentences."""
+        """Search, then (with ``answer``) extract a short answer with its supporting sentences.
+
+        The answer reads the top :data:`ANSWER_DEPTH` passages, so that outlets which
+        rank lower still vote and can show a conflict; the result holds the top ``k``
+        passages plus any deeper passage the answer cites (with its own rank number).
+        """
         t0 = time.perf_counter()
-        hits = self.search(question, k=k, mode=mode, collapse=collapse)
+        depth = max(k, ANSWER_DEPTH) if answer else k
+        hits = self.search(question, k=depth, mode=mode, collapse=collapse)
         block = None
         if answer:
-            try:
-                from .answer import build_answer
-            except ImportError:  # the answer module is optional while it is being built
-                build_answer = None  # type: ignore[assignment]
-            if build_answer is not None:
-                block = build_answer(question.strip(), hits, self)
+            from .answer import build_answer
+
+            block = build_answer(question.strip(), hits, self)
+        shown = hits[:k]
+        if block is not None:
+            cited = {s.passage_rank for s in block.sentences}
+            cited |= {s.passage_rank for c in block.conflicts for s in c.sentences}
+            shown += [h for h in hits[k:] if h.rank in cited]
         took = (time.perf_counter() - t0) * 1000
-        return Answer(question=question.strip(), mode=Mode.from_str(mode).value, took_ms=took, hits=hits, answer=block)
+        return Answer(question=question.strip(), mode=Mode.from_str(mode).value, took_ms=took, hits=shown, answer=block)
 
     # -- documents -------------------------------------------------------------------
     def get_document(self, doc_id: str) -> Article:

@@ -101,7 +101,7 @@ def evaluate(engine: Any, questions: list[Question], mode: str = "hybrid", k: in
     depth = max(k, 10)
     for q in questions:
         result = engine.ask(q.question, k=depth, mode=mode, answer=answers)
-        rel = [relevant(h.passage.text, q.evidence) for h in result.hits]
+        rel = [relevant(h.passage.text, q.evidence) for h in result.hits[:depth]]
         first = next((i for i, r in enumerate(rel) if r), None)
         if first == 0:
             hit1 += 1
@@ -127,16 +127,9 @@ def evaluate(engine: Any, questions: list[Question], mode: str = "hybrid", k: in
         hit1=hit1 / n,
         recall5=rec5 / n,
         mrr10=mrr / n,
-        answer1=(ans / n) if answers and _has_answers(engine) else None,
+        answer1=(ans / n) if answers else None,
         misses=misses,
         answer_misses=answer_misses,
         per_question=rows,
     )
 
-
-def _has_answers(engine: Any) -> bool:
-    try:
-        from . import answer  # noqa: F401
-    except ImportError:
-        return False
-    return True

@@ -122,7 +122,9 @@ def test_killed_writers_leave_old_or_new_state(tmp_path: Path) -> None:
             "index": ["index", str(new_dir)],
         }[cmd]
         p = _cli(*args, "--index", str(idx), env=env)
-        time.sleep(rng.uniform(0.0, duration))
+        # Up to 1.4x the measured duration: the machine is shared and timings drift, and
+        # some kills should land after the commit point too.
+        time.sleep(rng.uniform(0.0, 1.4 * duration))
         p.send_signal(signal.SIGKILL)
         p.wait()
         eng = Engine.open(idx, embedder=HashEmbedder())

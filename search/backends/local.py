@@ -47,12 +47,13 @@ from .. import lexical as lx
 from ..errors import IndexFormatError, IndexMissingError, WriterBusyError
 from ..text import analyze
 from ..types import Article, Passage
-from ..vectors import VectorSegment, load_vectors, save_vectors, search_segments
+from ..dedup import decode as dedup_decode
+from ..vectors import ANN_SUFFIX, VectorSegment, load_vectors, save_vectors, search_segments, write_ann
 from . import DocRecord, WriteBatch
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1
+FORMAT = 2  # 2: numpy segment files (spans, sentences, signatures)
 CURRENT = "CURRENT"
 LOCK = ".lock"
 KEEP_OLD_GENERATIONS = 2  # readers that just read CURRENT may still be opening these
@@ -98,42 +99,116 @@ def read_current(path: Path) -> str:
 
 @dataclass
 class _Segment:
-    """An immutable segment's contents, cached across generations by name."""
+    """An immutable segment's contents, cached across generations by name.
+
+    Files (``seg-N`` + suffix): ``.npy`` vectors ``float32 [rows, dim]``; ``.docs.jsonl``
+    the articles written with it (full text, with their first row and row count);
+    ``.spans.npy`` ``int32 [rows, 2]`` passage spans in article coordinates;
+    ``.sents.npy`` ``int32 [n, 2]`` sentence spans and ``.sentoff.npy`` ``int64 [rows+1]``
+    where each passage's sentences start; ``.minhash.npy`` ``uint32 [docs, 128]``
+    near-duplicate signatures, in article order. All plain numpy, no pickle.
+    """
 
     name: str
     vectors: np.ndarray
-    pids: list[str]
-    doc_ids: list[str]
-    spans: list[tuple[int, int]]
-    sents: list[list[tuple[int, int]]]
-    articles: dict[str, Article]
+    articles: list[Article]
+    row_start: np.ndarray  # int64 [docs]
+    row_doc: np.ndarray  # int64 [rows]: index into ``articles``
+    spans: np.ndarray
+    sents: np.ndarray
+    sentoff: np.ndarray
+    minhash: np.ndarray
+    by_id: dict[str, int]
+
+    def pid(self, row: int) -> str:
+        d = int(self.row_doc[row])
+        return f"{self.articles[d].id}#{row - int(self.row_start[d])}"
+
+
+SEGMENT_SUFFIXES = (".npy", ".docs.jsonl", ".spans.npy", ".sents.npy", ".sentoff.npy", ".minhash.npy", ANN_SUFFIX)
 
 
 def _load_segment(gen_dir: Path, name: str) -> _Segment:
+    base = gen_dir / name
     vectors = load_vectors(gen_dir / f"{name}.npy")
-    pids: list[str] = []
-    doc_ids: list[str] = []
-    spans: list[tuple[int, int]] = []
-    sents: list[list[tuple[int, int]]] = []
-    with open(gen_dir / f"{name}.jsonl", encoding="utf-8") as f:
+    articles: list[Article] = []
+    starts: list[int] = []
+    counts: list[int] = []
+    with open(f"{base}.docs.jsonl", encoding="utf-8") as f:
         for line in f:
             r = json.loads(line)
-            pids.append(r["id"])
-            doc_ids.append(r["doc_id"])
-            spans.append((r["start"], r["end"]))
-            sents.append([(a, b) for a, b in r.get("sents", [])])
-    articles: dict[str, Article] = {}
-    with open(gen_dir / f"{name}.articles.jsonl", encoding="utf-8") as f:
-        for line in f:
-            a = Article.from_dict(json.loads(line))
-            articles[a.id] = a
-    if len(pids) != len(vectors):
-        raise IndexFormatError(f"{gen_dir}/{name}: {len(pids)} passages but {len(vectors)} vectors")
-    return _Segment(name, vectors, pids, doc_ids, spans, sents, articles)
+            starts.append(r.pop("row_start"))
+            counts.append(r.pop("rows"))
+            articles.append(Article.from_dict(r))
+    spans = np.load(f"{base}.spans.npy", allow_pickle=False)
+    if len(spans) != len(vectors) or sum(counts) != len(vectors):
+        raise IndexFormatError(f"{base}: {len(spans)} passages but {len(vectors)} vectors: rebuild with `search reindex`")
+    row_doc = np.repeat(np.arange(len(articles), dtype=np.int64), counts)
+    return _Segment(
+        name=name,
+        vectors=vectors,
+        articles=articles,
+        row_start=np.asarray(starts, dtype=np.int64),
+        row_doc=row_doc,
+        spans=spans,
+        sents=np.load(f"{base}.sents.npy", allow_pickle=False),
+        sentoff=np.load(f"{base}.sentoff.npy", allow_pickle=False),
+        minhash=np.load(f"{base}.minhash.npy", allow_pickle=False),
+        by_id={a.id: i for i, a in enumerate(articles)},
+    )
+
+
+def _write_segment(
+    gen_dir: Path,
+    name: str,
+    articles: list[Article],
+    passages: list[list[tuple[int, int]]],
+    sentences: list[list[list[tuple[int, int]]]],
+    vectors: np.ndarray,
+    minhash: np.ndarray,
+) -> int:
+    """Write one immutable segment; returns its row count."""
+    lines: list[str] = []
+    spans: list[tuple[int, int]] = []
+    sents: list[tuple[int, int]] = []
+    sentoff = [0]
+    for a, ps, ss in zip(articles, passages, sentences):
+        d = a.to_dict()
+        d["row_start"], d["rows"] = len(spans), len(ps)
+        lines.append(json.dumps(d, ensure_ascii=False) + "\n")
+        for i, p in enumerate(ps):
+            spans.append(p)
+            sents.extend(ss[i] if i < len(ss) else [])
+            sentoff.append(len(sents))
+    base = gen_dir / name
+    _write_text(Path(f"{base}.docs.jsonl"), "".join(lines))
+    for suffix, arr in (
+        (".spans.npy", np.asarray(spans, dtype=np.int32).reshape(-1, 2)),
+        (".sents.npy", np.asarray(sents, dtype=np.int32).reshape(-1, 2)),
+        (".sentoff.npy", np.asarray(sentoff, dtype=np.int64)),
+        (".minhash.npy", np.asarray(minhash, dtype=np.uint32).reshape(len(articles), -1)),
+    ):
+        save_vectors_like(Path(f"{base}{suffix}"), arr)
+    save_vectors(gen_dir / f"{name}.npy", vectors)
+    write_ann(gen_dir / f"{name}.npy", vectors)
+    return len(spans)
+
+
+def save_vectors_like(path: Path, arr: np.ndarray) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        np.save(f, arr, allow_pickle=False)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
 
 
 class Snapshot:
-    """One generation, opened: everything a query needs, immutable once built."""
+    """One generation, opened: everything a query needs, immutable once built.
+
+    Opening costs O(documents) (the document table), not O(passages): segments are
+    loaded once per process and shared by every generation that holds them.
+    """
 
     def __init__(self, root: Path, gen: str, cache: dict[str, _Segment], prev: Snapshot | None) -> None:
         self.root = root
@@ -149,44 +224,34 @@ class Snapshot:
                 f"format {FORMAT}: rebuild it with `search reindex`"
             )
         self.docs: dict[str, DocRecord] = {}
-        doc_segment: dict[str, str] = {}
-        live_ranges: dict[str, list[tuple[int, int]]] = {}
+        self.loc: dict[str, tuple[str, int, int]] = {}  # doc id → (segment, first row, rows)
         with open(self.dir / "docs.jsonl", encoding="utf-8") as f:
             for line in f:
                 r = json.loads(line)
-                seg = r.pop("segment")
-                start = r.pop("row_start")
+                seg, start = r.pop("segment"), r.pop("row_start")
+                r.pop("minhash", None)
                 extra = r.pop("extra", {}) or {}
-                self.docs[r["id"]] = DocRecord(**r, extra=extra)
-                doc_segment[r["id"]] = seg
-                live_ranges.setdefault(seg, []).append((start, start + r["passages"]))
+                rec = DocRecord(**r, extra=extra)
+                self.docs[rec.id] = rec
+                self.loc[rec.id] = (seg, start, rec.passages)
         self.segments: dict[str, _Segment] = {}
-        self.passages: dict[str, Passage] = {}
-        self.locations: dict[str, tuple[str, int]] = {}
-        self.articles: dict[str, Article] = {}
-        self.doc_passages: dict[str, list[str]] = {}
-        vsegs: list[VectorSegment] = []
+        ranges: dict[str, list[tuple[int, int]]] = {}
+        for _doc, (seg, start, n) in self.loc.items():
+            ranges.setdefault(seg, []).append((start, start + n))
         prev_vsegs = {v.name: v for v in prev.vector_segments} if prev else {}
-        for s in self.manifest["segments"]:
-            name = s["name"]
+        vsegs: list[VectorSegment] = []
+        for sm in self.manifest["segments"]:
+            name = sm["name"]
             seg = cache.get(name) or _load_segment(self.dir, name)
             cache[name] = seg
             self.segments[name] = seg
-            live = np.zeros(len(seg.pids), dtype=bool)
-            for lo, hi in live_ranges.get(name, []):
+            live = np.zeros(len(seg.row_doc), dtype=bool)
+            for lo, hi in ranges.get(name, []):
                 live[lo:hi] = True
-            for doc_id, art in seg.articles.items():
-                if doc_segment.get(doc_id) == name:
-                    self.articles[doc_id] = art
-            for row in np.flatnonzero(live):
-                pid, doc_id = seg.pids[row], seg.doc_ids[row]
-                st, en = seg.spans[row]
-                self.passages[pid] = Passage(pid, doc_id, st, en, self.articles[doc_id].text[st:en])
-                self.locations[pid] = (name, int(row))
-                self.doc_passages.setdefault(doc_id, []).append(pid)
             old = prev_vsegs.get(name)
             vsegs.append(old.with_live(live) if old is not None else VectorSegment(name, seg.vectors, live))
         self.vector_segments = vsegs
+        self.n_passages = sum(r.passages for r in self.docs.values())
         bm25 = self.manifest.get("bm25", {})
         self.lexical = lx.LexicalIndex(self.dir / "lexical", k1=bm25.get("k1", 0.9), b=bm25.get("b", 0.4))
         self._lex_lock = threading.Lock()
@@ -201,24 +266,59 @@ class Snapshot:
 
     def dense(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
         hits = search_segments(self.vector_segments, vector, k)
-        return [(self.segments[name].pids[row], score) for score, name, row in hits]
+        return [(self.segments[name].pid(row), score) for score, name, row in hits]
+
+    def _row(self, pid: str) -> tuple[_Segment, int, int] | None:
+        """(segment, row, article index) of a live passage id ``doc_id#n``."""
+        doc_id, sep, n = pid.rpartition("#")
+        loc = self.loc.get(doc_id) if sep else None
+        if loc is None or not n.isdigit() or int(n) >= loc[2]:
+            return None
+        seg = self.segments[loc[0]]
+        row = loc[1] + int(n)
+        return seg, row, int(seg.row_doc[row])
 
     def passage(self, pid: str) -> Passage | None:
-        return self.passages.get(pid)
+        r = self._row(pid)
+        if r is None:
+            return None
+        seg, row, d = r
+        st, en = (int(x) for x in seg.spans[row])
+        art = seg.articles[d]
+        return Passage(pid, art.id, st, en, art.text[st:en])
 
     def article(self, doc_id: str) -> Article | None:
-        return self.articles.get(doc_id)
+        loc = self.loc.get(doc_id)
+        if loc is None:
+            return None
+        seg = self.segments[loc[0]]
+        return seg.articles[seg.by_id[doc_id]]
 
     def doc(self, doc_id: str) -> DocRecord | None:
         return self.docs.get(doc_id)
 
-    def sentences(self, pid: str) -> list[str]:
-        loc = self.locations.get(pid)
-        if loc is None:
+    def passages_of(self, doc_id: str) -> list[Passage]:
+        rec = self.docs.get(doc_id)
+        if rec is None:
             return []
-        seg = self.segments[loc[0]]
-        text = self.articles[seg.doc_ids[loc[1]]].text
-        return [text[a:b] for a, b in seg.sents[loc[1]]]
+        return [p for i in range(rec.passages) if (p := self.passage(f"{doc_id}#{i}")) is not None]
+
+    def sentences(self, pid: str) -> list[str]:
+        r = self._row(pid)
+        if r is None:
+            return []
+        seg, row, d = r
+        text = seg.articles[d].text
+        lo, hi = int(seg.sentoff[row]), int(seg.sentoff[row + 1])
+        return [text[a:b] for a, b in seg.sents[lo:hi].tolist()]
+
+    def signatures(self) -> list[tuple[str, str | None, np.ndarray]]:
+        """``(doc id, duplicate_of, MinHash signature)`` of every live document."""
+        out = []
+        for doc_id, (name, _, _) in self.loc.items():
+            seg = self.segments[name]
+            out.append((doc_id, self.docs[doc_id].duplicate_of, seg.minhash[seg.by_id[doc_id]]))
+        return out
 
     def idf(self, term: str) -> float:
         with self._lex_lock:
@@ -303,8 +403,10 @@ class LocalBackend:
         return list(self.snap.docs.values())
 
     def passages_of(self, doc_id: str) -> list[Passage]:
-        snap = self.snap
-        return [snap.passages[p] for p in snap.doc_passages.get(doc_id, [])]
+        return self.snap.passages_of(doc_id)
+
+    def signatures(self) -> list[tuple[str, str | None, np.ndarray]]:
+        return self.snap.signatures()
 
     def manifest(self) -> dict[str, Any]:
         return dict(self.snap.manifest)
@@ -318,7 +420,7 @@ class LocalBackend:
             "path": str(self.root.resolve()),
             "generation": m["generation"],
             "documents": len(snap.docs),
-            "passages": len(snap.passages),
+            "passages": snap.n_passages,
             "vector_segments": len(snap.vector_segments),
             "size_bytes": size,
             "embedding": m.get("embedding"),
@@ -338,7 +440,7 @@ class LocalBackend:
     # -- writing -------------------------------------------------------------------
     def write(self, batch: WriteBatch, wait: float = 30.0) -> None:
         with writer_lock(self.root, wait):
-            write_generation(self.root, batch)
+            write_generation(self.root, batch, self._cache)
         self.refresh()
 
 
@@ -435,8 +537,14 @@ def _cleanup(root: Path, current: str) -> None:
             shutil.rmtree(p, ignore_errors=True)
 
 
-def write_generation(root: Path, batch: WriteBatch) -> str:
-    """Apply one batch as a new generation and switch to it. Caller holds the lock."""
+def write_generation(root: Path, batch: WriteBatch, cache: dict[str, _Segment] | None = None) -> str:
+    """Apply one batch as a new generation and switch to it. Caller holds the lock.
+
+    ``cache`` holds segments already loaded by this process (immutable, so any
+    generation's copy will do); the cost of a write is then the new segment, the
+    document table and whoosh's commit, not the size of the index.
+    """
+    cache = {} if cache is None else cache
     current = read_current(root)
     _cleanup(root, current)
     src = root / current
@@ -454,58 +562,54 @@ def write_generation(root: Path, batch: WriteBatch) -> str:
             docs[r["id"]] = r
 
     segments = {s["name"]: s for s in manifest["segments"]}
-    cache: dict[str, _Segment] = {}
 
     def seg(name: str) -> _Segment:
         if name not in cache:
-            cache[name] = _load_segment(src, name)
+            cache[name] = _load_segment(tmp, name)
         return cache[name]
 
     def analysed_passages(doc_id: str) -> dict[str, str]:
         r = docs[doc_id]
         s = seg(r["segment"])
-        text = s.articles[doc_id].text
-        return {
-            s.pids[i]: " ".join(analyze(text[s.spans[i][0] : s.spans[i][1]]))
-            for i in range(r["row_start"], r["row_start"] + r["passages"])
-        }
+        art = s.articles[s.by_id[doc_id]]
+        out = {}
+        for i in range(r["passages"]):
+            a, b = (int(x) for x in s.spans[r["row_start"] + i])
+            out[f"{doc_id}#{i}"] = " ".join(analyze(art.text[a:b]))
+        return out
 
     # Within one batch the last version of a document wins.
     last = {a.id: i for i, a in enumerate(batch.articles)}
     keep = [i for i, a in enumerate(batch.articles) if last[a.id] == i]
-    batch = WriteBatch(
-        articles=[batch.articles[i] for i in keep],
-        passages=[batch.passages[i] for i in keep],
-        vectors=[batch.vectors[i] for i in keep],
-        duplicate_of=[batch.duplicate_of[i] if i < len(batch.duplicate_of) else None for i in keep],
-        minhash=[batch.minhash[i] if i < len(batch.minhash) else "" for i in keep],
-        sentences=[batch.sentences[i] if i < len(batch.sentences) else [] for i in keep],
-        remove=batch.remove,
-        sources=batch.sources,
-        reset=batch.reset,
-    )
+
+    def pick(xs: list[Any], default: Any) -> list[Any]:
+        return [xs[i] if i < len(xs) else default for i in keep]
+
+    articles = [batch.articles[i] for i in keep]
+    passages = [batch.passages[i] for i in keep]
+    vectors = [batch.vectors[i] for i in keep]
+    duplicate_of = pick(batch.duplicate_of, None)
+    sentences = pick(batch.sentences, [])
+    minhash = pick(batch.minhash, "")
     writer = lx.LexicalWriter(tmp / "lexical")
     try:
         to_delete = set(batch.remove)
         if batch.reset:
             to_delete |= set(docs)
-        to_delete |= {a.id for a in batch.articles if a.id in docs}
+        to_delete |= {a.id for a in articles if a.id in docs}
         for doc_id in sorted(to_delete):
             if doc_id not in docs:
                 continue
             writer.delete_doc(doc_id, analysed_passages(doc_id))
             del docs[doc_id]
 
-        if batch.articles:
+        if articles:
             name = f"seg-{manifest['next_segment']:06d}"
             manifest["next_segment"] += 1
             ts = now_iso()
-            rows: list[dict[str, Any]] = []
-            vecs: list[np.ndarray] = []
-            arts: list[str] = []
-            for i, art in enumerate(batch.articles):
-                ps = batch.passages[i]
-                dup = batch.duplicate_of[i] if i < len(batch.duplicate_of) else None
+            row = 0
+            for i, art in enumerate(articles):
+                ps = passages[i]
                 docs[art.id] = {
                     "id": art.id,
                     "title": art.title,
@@ -516,37 +620,39 @@ def write_generation(root: Path, batch: WriteBatch) -> str:
                     "content_hash": art.content_hash,
                     "added": ts,
                     "passages": len(ps),
-                    "duplicate_of": dup,
-                    "minhash": batch.minhash[i],
+                    "duplicate_of": duplicate_of[i],
                     "segment": name,
-                    "row_start": len(rows),
+                    "row_start": row,
                 }
-                arts.append(json.dumps(art.to_dict(), ensure_ascii=False))
-                sents = batch.sentences[i] if batch.sentences[i] else [[] for _ in ps]
-                for p, ss in zip(ps, sents):
-                    rows.append({"id": p.id, "doc_id": p.doc_id, "start": p.start, "end": p.end, "sents": ss})
+                row += len(ps)
+                for p in ps:
                     writer.add(p.id, p.doc_id, " ".join(analyze(p.text)))
-                vecs.append(np.asarray(batch.vectors[i], dtype=np.float32).reshape(len(ps), -1))
-            dim = int(manifest.get("embedding", {}).get("dim", 0)) or (vecs[0].shape[1] if vecs else 0)
-            allv = np.concatenate(vecs) if vecs else np.zeros((0, dim), np.float32)
-            save_vectors(tmp / f"{name}.npy", allv)
-            _write_text(tmp / f"{name}.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-            _write_text(tmp / f"{name}.articles.jsonl", "".join(a + "\n" for a in arts))
-            segments[name] = {"name": name, "rows": len(rows)}
+            dim = int(manifest.get("embedding", {}).get("dim", 0)) or (vectors[0].shape[1] if vectors else 0)
+            allv = np.concatenate([np.asarray(v, np.float32).reshape(-1, dim) for v in vectors])
+            sigs = np.stack([dedup_decode(m) for m in minhash]) if all(minhash) else np.zeros((len(articles), 0), np.uint32)
+            rows = _write_segment(
+                tmp,
+                name,
+                articles,
+                [[(p.start, p.end) for p in ps] for ps in passages],
+                [ss or [[] for _ in ps] for ss, ps in zip(sentences, passages)],
+                allv,
+                sigs,
+            )
+            segments[name] = {"name": name, "rows": rows}
         writer.commit()
+        _merge_vector_segments(tmp, manifest, segments, docs, seg)
     except BaseException:
         writer.cancel()
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-
-    _merge_vector_segments(tmp, manifest, segments, docs, seg)
 
     # Segments no live document points at are dropped from this generation.
     used = {r["segment"] for r in docs.values()}
     for name in list(segments):
         if name not in used:
             del segments[name]
-            for suffix in (".npy", ".jsonl", ".articles.jsonl"):
+            for suffix in SEGMENT_SUFFIXES:
                 (tmp / f"{name}{suffix}").unlink(missing_ok=True)
 
     manifest["segments"] = sorted(segments.values(), key=lambda s: s["name"])
@@ -581,7 +687,10 @@ def _merge_vector_segments(
     docs: dict[str, dict[str, Any]],
     seg: Any,
 ) -> None:
-    """Merge segments that share a size tier once there are MERGE_FANOUT of them (LSM)."""
+    """Merge segments that share a size tier once there are MERGE_FANOUT of them (LSM).
+
+    A merge copies only live rows, so it also drops the rows of removed documents.
+    """
     live_rows: dict[str, int] = {}
     for r in docs.values():
         live_rows[r["segment"]] = live_rows.get(r["segment"], 0) + r["passages"]
@@ -594,33 +703,29 @@ def _merge_vector_segments(
             continue
         new = f"seg-{manifest['next_segment']:06d}"
         manifest["next_segment"] += 1
-        rows: list[dict[str, Any]] = []
-        vecs: list[np.ndarray] = []
-        arts: list[str] = []
         members = set(names)
+        arts: list[Article] = []
+        spans: list[list[tuple[int, int]]] = []
+        sents: list[list[list[tuple[int, int]]]] = []
+        vecs: list[np.ndarray] = []
+        sigs: list[np.ndarray] = []
+        moved: list[dict[str, Any]] = []
         for doc_id, r in docs.items():
             if r["segment"] not in members:
                 continue
-            s = _segment_in(tmp, r["segment"], seg)
+            s = seg(r["segment"])
+            d = s.by_id[doc_id]
             lo, hi = r["row_start"], r["row_start"] + r["passages"]
-            arts.append(json.dumps(s.articles[doc_id].to_dict(), ensure_ascii=False))
-            new_start = len(rows)
-            for i in range(lo, hi):
-                rows.append(
-                    {"id": s.pids[i], "doc_id": doc_id, "start": s.spans[i][0], "end": s.spans[i][1], "sents": s.sents[i]}
-                )
+            arts.append(s.articles[d])
+            spans.append([tuple(x) for x in s.spans[lo:hi].tolist()])
+            sents.append([[tuple(y) for y in s.sents[s.sentoff[i] : s.sentoff[i + 1]].tolist()] for i in range(lo, hi)])
             vecs.append(np.asarray(s.vectors[lo:hi], dtype=np.float32))
-            r["segment"], r["row_start"] = new, new_start
-        save_vectors(tmp / f"{new}.npy", np.concatenate(vecs))
-        _write_text(tmp / f"{new}.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-        _write_text(tmp / f"{new}.articles.jsonl", "".join(a + "\n" for a in arts))
-        segments[new] = {"name": new, "rows": len(rows)}
-
-
-def _segment_in(tmp: Path, name: str, seg: Any) -> _Segment:
-    # Segments written by this very batch are only in the new directory.
-    path = tmp / f"{name}.npy"
-    try:
-        return seg(name)
-    except FileNotFoundError:
-        return _load_segment(path.parent, name)
+            sigs.append(s.minhash[d] if s.minhash.size else np.zeros(0, np.uint32))
+            moved.append(r)
+        minhash = np.stack(sigs) if sigs and all(len(x) for x in sigs) else np.zeros((len(arts), 0), np.uint32)
+        rows = _write_segment(tmp, new, arts, spans, sents, np.concatenate(vecs), minhash)
+        start = 0
+        for r in moved:
+            r["segment"], r["row_start"] = new, start
+            start += r["passages"]
+        segments[new] = {"name": new, "rows": rows}
