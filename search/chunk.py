@@ -122,14 +122,16 @@ def segment(text: str) -> list[Unit]:
     """Split ``text`` into sentences and headings (see :func:`sentence_spans` for the contract)."""
     if not text or text.isspace():
         return []
-    known = known_names(text)
     units: list[Unit] = []
     pieces = _pieces(text)
     # Headings are glued into sentences only when a scraper flattened a whole page into
     # one line (seed 002). Looking for them in ordinary paragraphs costs false splits
     # ("Britain's Kelly Holmes won ..."): measured on BBC Sport, 60+ such splits, no true one.
     body_len = len(text.strip())
-    caps = _cap_counts(text)
+    # Names and capitalised-word counts matter only for flattened pages; computing them
+    # for every article cost more than the rest of segmentation together.
+    known: frozenset[str] | None = None
+    caps: Counter[str] | None = None
     for i, (start, end, single_line) in enumerate(pieces):
         sentences = _split_sentences(text, start, end)
         has_next = i + 1 < len(pieces)
@@ -144,7 +146,11 @@ def segment(text: str) -> list[Unit]:
             continue
         flattened = end - start >= _FLATTENED_CHARS and end - start >= 0.6 * body_len
         for s, e in sentences:
-            cut = _inline_heading_end(text, s, e, known, caps) if flattened else None
+            cut = None
+            if flattened:
+                if known is None or caps is None:
+                    known, caps = known_names(text), _cap_counts(text)
+                cut = _inline_heading_end(text, s, e, known, caps)
             if cut is None:
                 units.append(Unit(s, e))
             else:
