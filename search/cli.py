@@ -338,7 +338,11 @@ def stats_cmd(as_json: bool, index_dir: str, backend: str, uri: str | None) -> N
         return
     c = _console()
     for key, val in st.items():
-        c.print(f"[bold]{key}[/]: {val}")
+        if key == "size_bytes":
+            key, val = "size", f"{val / 1e6:.1f} MB"
+        elif isinstance(val, dict):
+            val = ", ".join(f"{k}={v}" for k, v in val.items())
+        c.print(f"[bold]{key}[/]: {val}", highlight=False)
 
 
 @cli.command("eval")

@@ -98,26 +98,31 @@ def print_article(console: Console, art: Article, rec: DocRecord, span: tuple[in
 
 
 def print_documents(console: Console, docs: list[DocRecord]) -> None:
+    from rich.table import Table
+
     if not docs:
         console.print("The index is empty: add articles with `search add PATH`.")
         return
+    table = Table(box=None, pad_edge=False, show_edge=False)
+    for col, kw in (
+        ("id", {"no_wrap": True, "style": "bold"}),
+        ("passages", {"justify": "right"}),
+        ("source", {"style": "cyan", "no_wrap": True}),
+        ("added", {"style": "dim", "no_wrap": True}),
+        ("title", {"overflow": "ellipsis", "no_wrap": True, "ratio": 1}),
+    ):
+        table.add_column(col, **kw)
+    for d in docs:
+        title = d.title + (f"  (copy of {d.duplicate_of})" if d.duplicate_of else "")
+        table.add_row(d.id, str(d.passages), d.source, d.added[:10], title)
+    console.print(table)
     groups: dict[str, list[str]] = {}
     for d in docs:
         if d.duplicate_of:
             groups.setdefault(d.duplicate_of, []).append(d.id)
-    for d in docs:
-        line = Text.assemble(
-            (d.id, "bold"),
-            f"  {d.title[:70]}",
-            (f"  {d.source}" if d.source else "", "cyan"),
-            (f"  {d.passages} passages  added {d.added}", "dim"),
-        )
-        if d.duplicate_of:
-            line.append(f"  duplicate of {d.duplicate_of}", style="yellow")
-        console.print(line)
     if groups:
         console.print()
-        console.print(Text("Near-duplicate groups:", style="bold"))
+        console.print(Text("Near-duplicate groups (first copy ← copies):", style="bold"))
         for first, copies in sorted(groups.items()):
             console.print(f"  {first} ← {', '.join(copies)}")
     console.print(Text(f"{len(docs)} documents", style="dim"))
