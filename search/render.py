@@ -105,11 +105,11 @@ def print_documents(console: Console, docs: list[DocRecord]) -> None:
         return
     table = Table(box=None, pad_edge=False, show_edge=False)
     for col, kw in (
-        ("id", {"no_wrap": True, "style": "bold"}),
-        ("passages", {"justify": "right"}),
+        ("id", {"no_wrap": True, "style": "bold", "min_width": max(len(d.id) for d in docs)}),
+        ("passages", {"justify": "right", "min_width": 8}),
         ("source", {"style": "cyan", "no_wrap": True}),
-        ("added", {"style": "dim", "no_wrap": True}),
-        ("title", {"overflow": "ellipsis", "no_wrap": True, "ratio": 1}),
+        ("added", {"style": "dim", "no_wrap": True, "min_width": 10}),
+        ("title", {"overflow": "ellipsis", "no_wrap": True}),
     ):
         table.add_column(col, **kw)
     for d in docs:
