@@ -98,24 +98,16 @@ def print_article(console: Console, art: Article, rec: DocRecord, span: tuple[in
 
 
 def print_documents(console: Console, docs: list[DocRecord]) -> None:
-    from rich.table import Table
-
     if not docs:
         console.print("The index is empty: add articles with `search add PATH`.")
         return
-    table = Table(box=None, pad_edge=False, show_edge=False)
-    for col, kw in (
-        ("id", {"no_wrap": True, "style": "bold", "min_width": max(len(d.id) for d in docs)}),
-        ("passages", {"justify": "right", "min_width": 8}),
-        ("source", {"style": "cyan", "no_wrap": True}),
-        ("added", {"style": "dim", "no_wrap": True, "min_width": 10}),
-        ("title", {"overflow": "ellipsis", "no_wrap": True}),
-    ):
-        table.add_column(col, **kw)
+    w_id = max(len(d.id) for d in docs)
+    w_src = max([len(d.source) for d in docs] + [6])
+    console.print(Text(f"{'id':<{w_id}}  {'passages':>8}  {'source':<{w_src}}  {'added':<10}  title", style="bold"))
     for d in docs:
         title = d.title + (f"  (copy of {d.duplicate_of})" if d.duplicate_of else "")
-        table.add_row(d.id, str(d.passages), d.source, d.added[:10], title)
-    console.print(table)
+        line = f"{d.id:<{w_id}}  {d.passages:>8}  {d.source:<{w_src}}  {d.added[:10]:<10}  {title}"
+        console.print(Text(line, no_wrap=True, overflow="ellipsis"))
     groups: dict[str, list[str]] = {}
     for d in docs:
         if d.duplicate_of:
