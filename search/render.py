@@ -107,7 +107,7 @@ def print_documents(console: Console, docs: list[DocRecord]) -> None:
     for d in docs:
         title = d.title + (f"  (copy of {d.duplicate_of})" if d.duplicate_of else "")
         line = f"{d.id:<{w_id}}  {d.passages:>8}  {d.source:<{w_src}}  {d.added[:10]:<10}  {title}"
-        console.print(Text(line, no_wrap=True, overflow="ellipsis"))
+        console.print(line, no_wrap=True, overflow="ellipsis", markup=False, highlight=False)
     groups: dict[str, list[str]] = {}
     for d in docs:
         if d.duplicate_of:
