@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from search.embed import HashEmbedder
@@ -259,3 +260,26 @@ def test_filter_expressions_escape_values() -> None:
     assert lite_path("http://localhost:19530") is None
     assert lite_path("/tmp/x.db") == Path("/tmp/x.db")
     assert lite_path("index") == Path("index/milvus.db")
+
+
+# -- Ray bulk embedding ---------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_ray_embedder_matches_single_process(tmp_path: Path) -> None:
+    pytest.importorskip("ray.data", reason="Ray Data is not installed (pip install 'search[ray]')")
+    from search.ray_embed import RayEmbedder, parse_workers
+
+    assert parse_workers("ray") is None and parse_workers("ray:auto") == "auto"
+    with pytest.raises(ValueError, match="ray:ADDRESS"):
+        parse_workers("spark")
+    texts = [f"Player {i} scored in minute {i % 90} of the derby." * (1 + i % 4) for i in range(150)]
+    with RayEmbedder("hash", actors=1, cpus_per_actor=1) as emb:
+        ticks: list[int] = []
+        got = emb.encode(texts, batch_size=32, progress=ticks.append)
+        assert sum(ticks) == len(texts)
+        assert np.array_equal(got, HashEmbedder().encode(texts, batch_size=32))
+        e = Engine.open(tmp_path / "idx", create=True, embedder=emb)
+        e.add([A, B])
+        assert e.search("who headed home the winner", k=1)[0].passage.doc_id == "a.txt"
+        e.close()
