@@ -15,7 +15,7 @@ $(BIN)/search: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e ".[serve,dev]"
+	$(BIN)/pip install --quiet -e ".[serve,dev,milvus,ray]"
 	touch $(BIN)/search
 
 setup: $(BIN)/search

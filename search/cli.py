@@ -36,10 +36,34 @@ def _console() -> Any:
     return Console(highlight=False)
 
 
-def _open(index: str | None, create: bool = False, backend: str | None = None, uri: str | None = None) -> Any:
+def _open(
+    index: str | None, create: bool = False, backend: str | None = None, uri: str | None = None, embedder: Any = None
+) -> Any:
     from .engine import Engine
 
-    return Engine.open(index, create=create, backend=backend, uri=uri)
+    return Engine.open(index, create=create, backend=backend, uri=uri, embedder=embedder)
+
+
+def _workers_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--workers",
+        default=None,
+        metavar="ray[:ADDRESS]",
+        help="Compute passage embeddings on Ray: `ray` (a local cluster on loopback) or `ray:ADDRESS`.",
+    )(f)
+
+
+def _writer_embedder(workers: str | None) -> Any:
+    """None (the default embedder) or a Ray embedder for bulk writes; caller closes it."""
+    if not workers:
+        return None
+    from .ray_embed import RayEmbedder, parse_workers
+
+    try:
+        address = parse_workers(workers)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--workers") from None
+    return RayEmbedder("auto", address=address)
 
 
 def _progress_bar() -> tuple[Any, Callable[[str, int, int], None]]:
@@ -155,16 +179,24 @@ def _build(engine: Any, paths: list[str], reset: bool) -> Any:
 @cli.command("index")
 @click.argument("paths", nargs=-1, type=click.Path())
 @_index_option
+@_workers_option
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def index_cmd(paths: tuple[str, ...], index_dir: str, backend: str, uri: str | None, as_json: bool) -> None:
+def index_cmd(
+    paths: tuple[str, ...], index_dir: str, backend: str, uri: str | None, workers: str | None, as_json: bool
+) -> None:
     """Build the index from articles (files or folders; default: seeds/).
 
     The index then holds exactly these articles. Example: search index seeds/
     """
     paths_l = list(paths) or [SEEDS]
     _require_paths(paths_l)
-    with _open(index_dir, create=True, backend=backend, uri=uri) as engine:
-        report = _build(engine, paths_l, reset=True)
+    emb = _writer_embedder(workers)
+    try:
+        with _open(index_dir, create=True, backend=backend, uri=uri, embedder=emb) as engine:
+            report = _build(engine, paths_l, reset=True)
+    finally:
+        if emb is not None:
+            emb.close()
     if as_json:
         click.echo(json.dumps(report.to_dict()))
     else:
@@ -180,15 +212,23 @@ def _require_paths(paths: list[str]) -> None:
 @cli.command("add")
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @_index_option
+@_workers_option
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def add_cmd(paths: tuple[str, ...], index_dir: str, backend: str, uri: str | None, as_json: bool) -> None:
+def add_cmd(
+    paths: tuple[str, ...], index_dir: str, backend: str, uri: str | None, workers: str | None, as_json: bool
+) -> None:
     """Add or replace articles in place (files, folders, .jsonl, .html, feeds).
 
     Unchanged articles are skipped. Example: search add new-reports/
     """
     _require_paths(list(paths))
-    with _open(index_dir, create=True, backend=backend, uri=uri) as engine:
-        report = _build(engine, list(paths), reset=False)
+    emb = _writer_embedder(workers)
+    try:
+        with _open(index_dir, create=True, backend=backend, uri=uri, embedder=emb) as engine:
+            report = _build(engine, list(paths), reset=False)
+    finally:
+        if emb is not None:
+            emb.close()
     if as_json:
         click.echo(json.dumps(report.to_dict()))
     else:
@@ -218,12 +258,18 @@ def remove_cmd(doc_ids: tuple[str, ...], index_dir: str, backend: str, uri: str 
 
 @cli.command("reindex")
 @_index_option
-def reindex_cmd(index_dir: str, backend: str, uri: str | None) -> None:
+@_workers_option
+def reindex_cmd(index_dir: str, backend: str, uri: str | None, workers: str | None) -> None:
     """Rebuild the whole index from the sources it recorded. Example: search reindex"""
-    with _open(index_dir, backend=backend, uri=uri) as engine:
-        prog, cb = _progress_bar()
-        with prog:
-            report = engine.reindex(progress=cb)
+    emb = _writer_embedder(workers)
+    try:
+        with _open(index_dir, backend=backend, uri=uri, embedder=emb) as engine:
+            prog, cb = _progress_bar()
+            with prog:
+                report = engine.reindex(progress=cb)
+    finally:
+        if emb is not None:
+            emb.close()
     _print_report(report, "reindexed")
 
 

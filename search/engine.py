@@ -373,7 +373,7 @@ class Engine:
         lex: list[tuple[str, float]] = []
         den: list[tuple[str, float]] = []
         if m in (Mode.BM25, Mode.HYBRID):
-            lex = view.lexical_search(terms, depth, expansions)
+            lex = view.lexical_search(terms, depth, expansions, question=q)
         if m in (Mode.DENSE, Mode.HYBRID):
             vec = self.embedder.encode_query(q)
             den = view.dense(vec, depth)

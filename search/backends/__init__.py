@@ -69,7 +69,11 @@ class Reader(Protocol):
     """One consistent view of the index, used for a whole query."""
 
     def lexical_search(
-        self, terms: Sequence[str], k: int, expansions: Sequence[str] | None = None
+        self,
+        terms: Sequence[str],
+        k: int,
+        expansions: Sequence[str] | None = None,
+        question: str | None = None,  # the raw text, for engines that analyse it themselves
     ) -> list[tuple[str, float]]: ...
     def dense(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]: ...
     def passage(self, pid: str) -> Passage | None: ...

@@ -259,7 +259,11 @@ class Snapshot:
     # The reading interface, bound to this one generation: a query that uses a
     # snapshot for both retrievers can never mix two generations.
     def lexical_search(
-        self, terms: Sequence[str], k: int, expansions: Sequence[str] | None = None
+        self,
+        terms: Sequence[str],
+        k: int,
+        expansions: Sequence[str] | None = None,
+        question: str | None = None,  # whoosh works on our own analysed terms
     ) -> list[tuple[str, float]]:
         with self._lex_lock:
             return self.lexical.search(list(terms), k, list(expansions or []))
