@@ -8,6 +8,13 @@ Routes are named after the engine's methods and return the same dicts as the CLI
     GET  /documents/{id}                 POST /documents {"id", "title", "text", ...}
     DELETE /documents/{id}               GET /stats    GET /healthz    GET /docs
 
+A browser gets HTML from the same server: ``GET /`` is the search page (``search/web/``,
+served from the package, no outside resources), and ``GET /documents/{id}`` renders the
+article as a page when asked for HTML (``?format=html``, or an ``Accept`` header that
+prefers ``text/html`` to JSON, as a browser's does); anything else still gets the JSON.
+``?span=START:END`` on the page highlights that span of the article, marked ``#cited``.
+HTML responses carry a Content-Security-Policy that allows only the server's own files.
+
 Every error is ``{"error": {"code": ..., "message": ...}}`` with its status; no traceback
 ever reaches a client. Writes need ``Authorization: Bearer <token>``: with no token
 configured they are refused (403); a missing or wrong token is 401.
@@ -22,12 +29,16 @@ Build the app with :func:`create_app`; ``search serve`` runs it under uvicorn.
 from __future__ import annotations
 
 import hmac
+import html
 import logging
 import os
 import threading
 from collections.abc import Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
+from pathlib import Path as FilePath
+from string import Template
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from .engine import MAX_K, Engine
 from .errors import (
@@ -44,7 +55,7 @@ from .types import Article
 try:
     from fastapi import Depends, FastAPI, Header, Path, Query, Request
     from fastapi.exceptions import RequestValidationError
-    from fastapi.responses import JSONResponse
+    from fastapi.responses import HTMLResponse, JSONResponse, Response
     from pydantic import BaseModel, ConfigDict, Field
     from starlette.exceptions import HTTPException as StarletteHTTPException
 except ImportError as e:  # pragma: no cover - depends on the environment
@@ -59,6 +70,27 @@ TOKEN_ENV = "SEARCH_API_TOKEN"
 MAX_BODY_BYTES = 1_000_000
 #: Seconds a client is told to wait when another process holds the index's writer lock.
 RETRY_AFTER_S = 2
+
+#: The search page's files (index.html, app.js, style.css, article.html), package data.
+WEB_DIR = FilePath(__file__).resolve().parent / "web"
+#: What GET /web/{name} serves: only these files, with these types.
+WEB_ASSETS = {
+    "app.js": "text/javascript; charset=utf-8",
+    "style.css": "text/css; charset=utf-8",
+    "favicon.svg": "image/svg+xml",
+}
+#: On every HTML response: only the server's own scripts, styles and fetches; no inline
+#: script or style, no plugins, no framing. Article text is escaped anyway; this is the
+#: second wall should an escape ever be missed.
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+    "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+HTML_HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
 
 Mode = Literal["hybrid", "bm25", "dense"]
 Scope = MutableMapping[str, Any]
@@ -76,6 +108,16 @@ KParam = Annotated[int, Query(ge=1, le=MAX_K, description="How many passages.")]
 ModeParam = Annotated[Mode, Query(description="hybrid, bm25 or dense.")]
 DocIdParam = Annotated[str, Path(description="The document id; it may contain '/'.")]
 AuthHeader = Annotated[str | None, Header(description="Bearer <token>, for writes.")]
+FormatParam = Annotated[
+    Literal["json", "html"] | None,
+    Query(
+        alias="format",
+        description="json or html; by default the Accept header decides (JSON unless it prefers text/html).",
+    ),
+]
+SpanParam = Annotated[
+    str | None, Query(description="START:END, for format=html: the span of the article to highlight.")
+]
 
 
 class AskBody(BaseModel):
@@ -119,6 +161,93 @@ def _article(body: ArticleBody) -> Article:
         raise IngestError(item.message)
     item.path = None
     return item
+
+
+# -- HTML pages -------------------------------------------------------------------------
+def _wants_html(accept: str | None, fmt: str | None) -> bool:
+    """HTML when asked by ``?format=html``, or when Accept ranks text/html above JSON.
+
+    A browser sends ``text/html,...,*/*;q=0.8``; fetch, curl and httpx send ``*/*``, which
+    keeps them on JSON: a wildcard never selects the page.
+    """
+    if fmt is not None:
+        return fmt == "html"
+    html_q = json_q = 0.0
+    for part in (accept or "").split(","):
+        media, *params = (p.strip() for p in part.split(";"))
+        q = 1.0
+        for param in params:
+            key, _, value = param.partition("=")
+            if key.strip().lower() == "q":
+                try:
+                    q = float(value)
+                except ValueError:
+                    q = 0.0
+        media = media.lower()
+        if media in ("text/html", "application/xhtml+xml"):
+            html_q = max(html_q, q)
+        elif media == "application/json":
+            json_q = max(json_q, q)
+    return html_q > 0 and html_q > json_q
+
+
+def _parse_span(span: str | None, length: int) -> tuple[int, int] | None:
+    """``START:END`` as a non-empty span inside a text of ``length`` characters, else None."""
+    if not span:
+        return None
+    start_s, sep, end_s = span.partition(":")
+    if not sep or not start_s.isdigit() or not end_s.isdigit():
+        return None
+    start, end = int(start_s), int(end_s)
+    return (start, end) if 0 <= start < end <= length else None
+
+
+def _html_page(template: str, status: int = 200, **fields: str) -> HTMLResponse:
+    """``search/web/<template>`` filled with ``fields``, which the caller has escaped."""
+    text = Template((WEB_DIR / template).read_text(encoding="utf-8")).substitute(fields)
+    return HTMLResponse(text, status_code=status, headers={**HTML_HEADERS, "Vary": "Accept"})
+
+
+def _article_page(art: Article, span: str | None) -> HTMLResponse:
+    """The article as a page; every value from the article is HTML-escaped here.
+
+    Offsets are Python string indices (code points), as in citations, so the span is cut
+    here rather than in the browser, whose strings count UTF-16 units.
+    """
+    esc = html.escape
+    text = art.text
+    meta = [f'<span class="source">{esc(art.source)}</span>'] if art.source else []
+    if art.published:
+        meta.append(f'<time datetime="{esc(art.published)}">{esc(art.published)}</time>')
+    meta.append(f'<span class="doc-id">{esc(art.id)}</span>')
+    if art.url and urlsplit(art.url).scheme in ("http", "https"):  # never a javascript: link
+        meta.append(f'<a href="{esc(art.url)}" rel="noopener noreferrer">original article</a>')
+    cut = _parse_span(span, len(text))
+    if cut is None:
+        body = esc(text)
+        notice = ""
+        if span:
+            notice = (
+                f'<p class="notice" role="status">The cited span {esc(span)} is not in this article '
+                f"({len(text):,} characters): it may have changed since it was cited.</p>"
+            )
+    else:
+        start, end = cut
+        body = (
+            f'{esc(text[:start])}<mark id="cited" tabindex="-1">{esc(text[start:end])}</mark>'
+            f"{esc(text[end:])}"
+        )
+        notice = (
+            f'<p class="notice">The cited passage is highlighted '
+            f'(characters {start:,}&ndash;{end:,}): <a href="#cited">jump to it</a>.</p>'
+        )
+    return _html_page(
+        "article.html",
+        title=esc(art.title or art.id),
+        meta=' <span aria-hidden="true">&middot;</span> '.join(meta),
+        notice=notice,
+        body=body,
+    )
 
 
 # -- errors ---------------------------------------------------------------------------
@@ -348,8 +477,46 @@ def create_app(
     def search(q: QuestionParam, k: KParam = 10, mode: ModeParam = "hybrid") -> dict[str, Any]:
         return engine.ask(q, k=k, mode=mode, answer=False).to_dict()
 
-    @app.get("/documents/{doc_id:path}", tags=["documents"], summary="One article, with its passage count")
-    def get_document(doc_id: DocIdParam) -> dict[str, Any]:
+    @app.get("/", include_in_schema=False)
+    def index_page() -> HTMLResponse:
+        return _html_page("index.html")
+
+    @app.get("/web/{name}", include_in_schema=False)
+    def web_asset(name: str) -> Response:
+        media = WEB_ASSETS.get(name)
+        if media is None:
+            raise ApiError(404, "not_found", f"no file {name!r} in the web page's assets")
+        body = (WEB_DIR / name).read_bytes()
+        return Response(body, media_type=media, headers={"X-Content-Type-Options": "nosniff"})
+
+    @app.get(
+        "/documents/{doc_id:path}",
+        tags=["documents"],
+        summary="One article, with its passage count (an HTML page with format=html or Accept: text/html)",
+        response_model=None,
+        responses={200: {"content": {"application/json": {}, "text/html": {}}}},
+    )
+    def get_document(
+        doc_id: DocIdParam,
+        request: Request,
+        response: Response,
+        fmt: FormatParam = None,
+        span: SpanParam = None,
+    ) -> dict[str, Any] | HTMLResponse:
+        if _wants_html(request.headers.get("accept"), fmt):
+            try:
+                return _article_page(engine.get_document(doc_id), span)
+            except DocumentNotFoundError:
+                return _html_page(
+                    "article.html",
+                    status=404,
+                    title="Article not found",
+                    meta="",
+                    notice=f'<p class="notice" role="alert">No article {html.escape(repr(doc_id))} in the '
+                    'index: it may have been removed. <a href="/">Search again</a>.</p>',
+                    body="",
+                )
+        response.headers["Vary"] = "Accept"
         art = engine.get_document(doc_id)
         try:
             passages = engine.document_record(doc_id).passages

@@ -1,0 +1,442 @@
+"""The web page: GET / and the article pages, in process and in headless Chromium.
+
+The browser tests drive Debian's Chromium (``apt-get install -y chromium``) with
+Playwright's Python package, against the real server in a subprocess over a copy of the
+seed index built with the real model (the session's ``seed_engine``). They are skipped,
+with the reason, only when Chromium is not installed; ``playwright install`` is never
+needed. Screenshots go to ``artifacts/`` for review.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SEEDS = ROOT / "seeds"
+ARTIFACTS = ROOT / "artifacts"
+CHROMIUM = os.environ.get("SEARCH_TEST_CHROMIUM", "/usr/bin/chromium")
+TOKEN = "web-test-token-91ab"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,*/*;q=0.8"
+#: Launch flags this machine needs (a fresh --user-data-dir comes from the persistent context).
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+EVIL = "<script>alert(1)</script><img src=x onerror=alert(2)>"
+EVIL_DOC = {
+    "id": "xss/<b>id</b>&\"quoted'",
+    "title": "Quixotic <b>bold</b> <img src=x onerror=alert(3)> title",
+    "text": (
+        f"Quixotic Zanzibar report. {EVIL} The <i>Zanzibar</i> keeper & the striker "
+        '<a href="javascript:alert(4)">clicked</a> in the 90th minute.'
+    ),
+    "source": "<em>Evil Gazette</em>",
+    "url": "javascript:alert(5)",
+    "published": "2024-05-25<script>alert(6)</script>",
+}
+
+
+# -- in process: the routes, headers and escaping (no browser) -------------------------------
+@pytest.fixture(scope="module")
+def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from fastapi.testclient import TestClient
+
+    from search.embed import HashEmbedder
+    from search.engine import Engine
+    from search.server import create_app
+    from search.types import Article
+
+    path = tmp_path_factory.mktemp("web") / "idx"
+    with Engine.open(path, create=True, embedder=HashEmbedder()) as engine:
+        engine.index([SEEDS])
+        engine.add(Article(**EVIL_DOC))
+        with TestClient(create_app(engine, token=TOKEN)) as c:
+            yield c
+
+
+def _assert_html(r: httpx.Response, status: int = 200) -> None:
+    assert r.status_code == status, r.text
+    assert r.headers["content-type"].startswith("text/html")
+    csp = r.headers["content-security-policy"]
+    assert "default-src 'self'" in csp and "script-src 'self'" in csp and "'unsafe-inline'" not in csp
+    assert r.headers["x-content-type-options"] == "nosniff"
+
+
+def test_the_page_and_its_assets_are_served_from_the_package(client: Any) -> None:
+    r = client.get("/")
+    _assert_html(r)
+    assert '<script src="/web/app.js"' in r.text and 'href="/web/style.css"' in r.text
+    # Nothing from outside: every src/href is local (or a fragment).
+    for ref in re.findall(r'(?:src|href)="([^"]*)"', r.text):
+        assert ref.startswith(("/", "#")), ref
+    assert "<script>" not in r.text and "style=" not in r.text  # the CSP forbids inline code
+    assert client.get("/web/app.js").headers["content-type"].startswith("text/javascript")
+    assert client.get("/web/style.css").headers["content-type"].startswith("text/css")
+    for bad in ("/web/nope.js", "/web/index.html", "/web/..%2Fserver.py", "/web/article.html"):
+        r = client.get(bad)
+        assert r.status_code == 404 and r.json()["error"]["code"] == "not_found", bad
+    assert "/" not in client.get("/openapi.json").json()["paths"]
+
+
+def test_documents_negotiate_html_and_json(client: Any) -> None:
+    doc = "002_547adb95b189fdfd.txt"
+    for headers in (
+        {},
+        {"Accept": "*/*"},
+        {"Accept": "application/json"},
+        {"Accept": "application/json, text/html"},
+    ):
+        r = client.get(f"/documents/{doc}", headers=headers)
+        assert r.headers["content-type"].startswith("application/json"), headers
+        assert r.json()["id"] == doc and r.headers["vary"] == "Accept"
+    r = client.get(f"/documents/{doc}", headers={"Accept": BROWSER_ACCEPT})
+    _assert_html(r)
+    assert r.headers["vary"] == "Accept"
+    _assert_html(client.get(f"/documents/{doc}", params={"format": "html"}))
+    r = client.get(f"/documents/{doc}", params={"format": "json"}, headers={"Accept": BROWSER_ACCEPT})
+    assert r.json()["id"] == doc
+    assert client.get(f"/documents/{doc}", params={"format": "xml"}).status_code == 422
+
+
+def test_the_article_page_highlights_the_span_and_reports_a_bad_one(client: Any) -> None:
+    doc = "002_547adb95b189fdfd.txt"
+    text = client.get(f"/documents/{doc}").json()["text"]
+    page = client.get(f"/documents/{doc}", params={"format": "html", "span": "100:250"}).text
+    cited = re.search(r'<mark id="cited" tabindex="-1">(.*?)</mark>', page, re.S)
+    assert cited and html.unescape(cited.group(1)) == text[100:250]
+    assert 'href="#cited"' in page
+    for span in ("250:100", "5:99999", "x:y", "10", "-1:5"):
+        page = client.get(f"/documents/{doc}", params={"format": "html", "span": span}).text
+        assert "<mark" not in page and "is not in this article" in page, span
+    r = client.get("/documents/no/such/doc", params={"format": "html"})
+    _assert_html(r, 404)
+    assert "Article not found" in r.text
+    assert client.get("/documents/no/such/doc").json()["error"]["code"] == "not_found"
+
+
+def test_the_article_page_escapes_everything(client: Any) -> None:
+    r = client.get(f"/documents/{EVIL_DOC['id']}", params={"format": "html"})
+    _assert_html(r)
+    body = r.text
+    cited = client.get(f"/documents/{EVIL_DOC['id']}", params={"format": "html", "span": "20:60"}).text
+    assert f'<mark id="cited" tabindex="-1">{html.escape(EVIL_DOC["text"][20:60])}</mark>' in cited
+    assert "<script>alert" not in body and "<img" not in body and "<b>" not in body and "<em>" not in body
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(2)&gt;" in body
+    assert "javascript:" not in body.replace("&quot;javascript:alert(4)&quot;", "")  # no link to it
+    assert "&lt;b&gt;bold&lt;/b&gt;" in body
+
+
+# -- in Chromium --------------------------------------------------------------------------------
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class _Server:
+    """``search serve`` with the real model on a copy of the seed index, on a loopback port."""
+
+    def __init__(self, index: Path, log: Path) -> None:
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = log
+        env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONUNBUFFERED="1")
+        env["SEARCH_API_TOKEN"] = TOKEN
+        self._err = open(log, "wb")  # noqa: SIM115 - closed in stop()
+        cmd = [sys.executable, "-m", "search", "serve", "--port", str(self.port), "--index", str(index)]
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=self._err)
+
+    def wait(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited ({self.proc.returncode}): {self.log.read_text()}")
+            try:
+                if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError(f"server did not answer /healthz in {timeout} s: {self.log.read_text()}")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self._err.close()
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    if not Path(CHROMIUM).exists():
+        reason = f"Chromium is not installed ({CHROMIUM} is missing): apt-get install -y chromium"
+        print(f"SKIP web browser tests: {reason}")
+        pytest.skip(reason)
+    return CHROMIUM
+
+
+@pytest.fixture(scope="module")
+def server(chromium: str, seed_engine: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Server]:
+    base = tmp_path_factory.mktemp("webserver")
+    idx = base / "idx"
+    shutil.copytree(seed_engine.path, idx, ignore=shutil.ignore_patterns(".lock"))
+    srv = _Server(idx, base / "server.log")
+    try:
+        srv.wait()
+        yield srv
+    finally:
+        srv.stop()
+
+
+@pytest.fixture(scope="module")
+def browser(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail("the browser tests need playwright: pip install -e '.[dev]' (never `playwright install`)")
+    profile = tmp_path_factory.mktemp("chromium-profile")  # a fresh --user-data-dir
+    with sync_playwright() as pw:
+        context = pw.chromium.launch_persistent_context(
+            str(profile),
+            executable_path=chromium,
+            headless=True,
+            args=CHROMIUM_ARGS,
+            viewport={"width": 1100, "height": 900},
+            timeout=60_000,
+        )
+        context.set_default_timeout(20_000)
+        try:
+            yield context
+        finally:
+            context.close()
+
+
+class _Watch:
+    """What a page did that it should not: dialogs, console errors (CSP reports), outside requests."""
+
+    def __init__(self, page: Any, origin: str) -> None:
+        self.dialogs: list[str] = []
+        self.errors: list[str] = []
+        self.outside: list[str] = []
+
+        def on_dialog(dialog: Any) -> None:
+            self.dialogs.append(dialog.message)
+            dialog.dismiss()
+
+        page.on("dialog", on_dialog)
+        page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: self.errors.append(str(e)))
+        page.on("request", lambda r: None if r.url.startswith(origin) else self.outside.append(r.url))
+
+    def check(self, allow_errors: str | None = None) -> None:
+        assert not self.dialogs, f"a dialog opened: {self.dialogs}"
+        errors = [e for e in self.errors if not (allow_errors and re.search(allow_errors, e))]
+        assert not errors, errors
+        assert not self.outside, f"requests outside the server: {self.outside}"
+
+
+@pytest.fixture
+def page(browser: Any, server: _Server) -> Iterator[tuple[Any, _Watch]]:
+    p = browser.new_page()
+    watch = _Watch(p, server.url)
+    try:
+        yield p, watch
+    finally:
+        p.close()
+
+
+def _shot(page: Any, name: str, full_page: bool = True) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / name), full_page=full_page)
+
+
+def _ask(page: Any, question: str) -> None:
+    page.fill("#q", question)
+    page.press("#q", "Enter")
+
+
+@pytest.mark.integration
+def test_ask_on_the_page_and_open_a_cited_article(page: tuple[Any, _Watch], server: _Server) -> None:
+    p, watch = page
+    p.goto(server.url + "/")
+    assert p.evaluate("document.activeElement.id") == "q"  # focused on load
+    p.keyboard.type("who scored the winner")
+    p.keyboard.press("Enter")
+    p.wait_for_selector(".short-answer")
+    assert "Lautaro Martinez" in p.inner_text(".short-answer")
+    query = parse_qs(urlsplit(p.url).query)
+    assert query == {"q": ["who scored the winner"], "mode": ["hybrid"]}
+    support = p.inner_text(".support")
+    assert re.fullmatch(r"\d+ articles? of the 5 in the index say this\.", support), support
+    assert "Lautaro Martinez" in p.text_content("#status")  # the live region says it
+    # Query words are highlighted in the passages, stop words are not.
+    marks = {m.lower() for m in p.locator(".passage-text mark").all_inner_texts()}
+    assert marks and marks <= {"scored", "winner"}
+    n_passages = p.locator(".passage").count()
+    assert n_passages >= 5
+    assert p.locator(".passage h3 a").count() == n_passages
+    _shot(p, "web-results.png")
+
+    cite = p.locator(".answer a.cite").first
+    href = cite.get_attribute("href")
+    assert href and re.fullmatch(r"/documents/.+\?format=html&span=\d+:\d+#cited", href)
+    cite.click()
+    p.wait_for_selector("mark#cited")
+    doc_id = urlsplit(p.url).path.removeprefix("/documents/")
+    start, end = map(int, parse_qs(urlsplit(p.url).query)["span"][0].split(":"))
+    text = httpx.get(f"{server.url}/documents/{doc_id}").json()["text"]
+    assert p.inner_text("mark#cited") == text[start:end]
+    assert p.text_content("mark#cited") == text[start:end]
+    assert p.locator("mark#cited").is_visible()
+    box = p.locator("mark#cited").bounding_box()
+    assert box and 0 <= box["y"] < p.viewport_size["height"]  # scrolled to it
+    assert p.text_content("#article-text") == text  # the whole article, as text
+    _shot(p, "web-article.png", full_page=False)
+
+    # Back: the results come back from the URL.
+    p.go_back()
+    p.wait_for_selector(".short-answer")
+    assert p.input_value("#q") == "who scored the winner"
+    watch.check()
+
+
+@pytest.mark.integration
+def test_mode_switch_reload_and_phone_size(page: tuple[Any, _Watch], server: _Server) -> None:
+    p, watch = page
+    p.set_viewport_size({"width": 390, "height": 844})
+    p.goto(server.url + "/?q=who+scored+the+winner&mode=dense")
+    p.wait_for_selector(".passage")
+    assert p.is_checked("#mode-dense") and p.input_value("#q") == "who scored the winner"
+    p.click("label[for=mode-bm25]")  # switching the mode asks again
+    p.wait_for_function("new URLSearchParams(location.search).get('mode') === 'bm25'")
+    p.wait_for_selector(".passage")
+    assert p.is_checked("#mode-bm25")
+    p.reload()
+    p.wait_for_selector(".short-answer")
+    assert p.is_checked("#mode-bm25") and "Lautaro Martinez" in p.inner_text(".short-answer")
+    # Keyboard: Tab from the search box reaches the button, then the mode radios.
+    p.focus("#q")
+    p.keyboard.press("Tab")
+    assert p.evaluate("document.activeElement.type") == "submit"
+    # Nothing wider than the phone's screen.
+    assert p.evaluate("document.documentElement.scrollWidth") <= 390
+    _shot(p, "web-phone.png", full_page=False)
+    _shot(p, "web-phone-full.png")
+    watch.check()
+
+
+@pytest.mark.integration
+def test_conflicting_versions_are_side_by_side(page: tuple[Any, _Watch], server: _Server) -> None:
+    p, watch = page
+    p.goto(server.url + "/?q=when+did+Enzo+Fernandez+score&mode=hybrid")
+    p.wait_for_selector(".versions")
+    versions = p.locator(".versions .version")
+    assert versions.count() >= 2
+    texts = [versions.nth(i).locator(".version-text").text_content() for i in range(versions.count())]
+    assert texts[0] == p.text_content(".short-answer") and len(set(texts)) == len(texts)
+    boxes = [versions.nth(i).bounding_box() for i in range(2)]
+    assert boxes[0] and boxes[1] and boxes[0]["y"] == boxes[1]["y"]  # side by side on a wide screen
+    for i in range(versions.count()):  # each version cites its own sources
+        assert versions.nth(i).locator("a.cite").count() >= 1
+    _shot(p, "web-conflict.png", full_page=False)
+    watch.check()
+
+
+@pytest.mark.integration
+def test_article_markup_is_shown_as_text(page: tuple[Any, _Watch], server: _Server) -> None:
+    p, watch = page
+    r = httpx.post(f"{server.url}/documents", json=EVIL_DOC, headers=AUTH, timeout=30)
+    assert r.status_code == 200, r.text
+    try:
+        p.goto(server.url + "/")
+        p.click("label[for=mode-bm25]")
+        _ask(p, "Quixotic Zanzibar <script>alert(7)</script>")
+        p.wait_for_selector(".passage")
+        first = p.locator(".passage").first
+        assert EVIL in first.locator(".passage-text").text_content()
+        assert first.locator("h3 a").text_content().endswith(EVIL_DOC["title"])
+        assert first.locator(".source").text_content() == EVIL_DOC["source"]
+        injected = (
+            "#results script, #results img, #results b, #results i, #results em, #results a[href^=javascript]"
+        )
+        assert p.locator(injected).count() == 0
+        assert p.locator("script").count() == 1  # app.js only
+        _shot(p, "web-escaped-results.png")
+
+        first.locator("h3 a").click()
+        p.wait_for_selector("mark#cited")
+        assert p.text_content("h1") == EVIL_DOC["title"]
+        assert EVIL in p.text_content("#article-text")
+        assert p.text_content("#article-text") == EVIL_DOC["text"]
+        body = "main script, main img, main b, main i, main em, a[href^=javascript]"
+        assert p.locator(body).count() == 0 and p.locator("script").count() == 0
+        p.wait_for_timeout(200)  # an onerror handler would have fired by now
+        watch.check()
+    finally:
+        httpx.delete(f"{server.url}/documents/{EVIL_DOC['id']}", headers=AUTH, timeout=30)
+
+
+@pytest.mark.integration
+def test_empty_error_and_slow_states(page: tuple[Any, _Watch], server: _Server) -> None:
+    p, watch = page
+    p.goto(server.url + "/?mode=bm25&q=zzqxv+wqxyzz")
+    p.wait_for_selector(".empty")
+    assert "No results" in p.inner_text(".empty") and "zzqxv wqxyzz" in p.inner_text(".empty")
+
+    # A server error: the message and a way to try again.
+    def fail(route: Any) -> None:
+        route.fulfill(
+            status=503,
+            content_type="application/json",
+            body='{"error": {"code": "index_unavailable", "message": "the index is being rebuilt"}}',
+        )
+
+    p.route("**/ask?*", fail)
+    _ask(p, "who scored the winner")
+    p.wait_for_selector("[role=alert]")
+    alert = p.inner_text("[role=alert]")
+    assert "503" in alert and "the index is being rebuilt" in alert
+    assert p.locator("button.retry").is_visible()
+    _shot(p, "web-error.png", full_page=False)
+    p.unroute("**/ask?*")
+
+    # A slow answer: a spinner at once, a word about why after a few seconds, then results.
+    held: list[Any] = []
+    p.route("**/ask?*", lambda route: held.append(route))
+    p.click("button.retry")
+    p.wait_for_selector(".status .spinner")
+    assert p.get_attribute("#results", "aria-busy") == "true"
+    p.wait_for_selector(".status.slow", timeout=10_000)
+    assert "Still working" in p.inner_text("#status")
+    _shot(p, "web-slow.png", full_page=False)
+    assert held
+    held[0].continue_()
+    p.wait_for_selector(".short-answer")
+    assert p.locator(".status .spinner").count() == 0
+    p.unroute("**/ask?*")
+    watch.check(allow_errors=r"status of 503")  # the browser logs the failed fetch
