@@ -250,6 +250,10 @@ class LexicalIndex:
             self._cached -= len(old[0])
         return out
 
+    def _n_docs(self) -> int:
+        leaves = self._leaves()
+        return max((base + len(lengths) for _, base, lengths, _ in leaves), default=0)
+
     def _pid(self, docnum: int) -> str:
         pid = self._pids.get(docnum)
         if pid is None:
@@ -283,8 +287,15 @@ class LexicalIndex:
             score_parts.append((idf * qf) * tf / (tf + k1 * (1 - b + b * dl / avgfl)))
         if not ids_parts:
             return []
+        postings = sum(len(x) for x in ids_parts)
+        n_docs = self._n_docs()
         if len(ids_parts) == 1:
             docs, scores = ids_parts[0], score_parts[0]
+        elif postings * 8 >= n_docs:
+            # Long lists: a dense accumulator over every document is linear; sorting is not.
+            dense = np.bincount(np.concatenate(ids_parts), weights=np.concatenate(score_parts), minlength=n_docs)
+            docs = np.flatnonzero(dense)
+            scores = dense[docs]
         else:
             docs, inverse = np.unique(np.concatenate(ids_parts), return_inverse=True)
             scores = np.bincount(inverse, weights=np.concatenate(score_parts), minlength=len(docs))
