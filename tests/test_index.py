@@ -42,7 +42,7 @@ def test_round_trip_reopens_without_reencoding(tmp_path: Path) -> None:
 def test_manifest_records_settings(hash_engine) -> None:
     hash_engine.add([A])
     m = hash_engine.manifest()
-    assert m["format"] == 2
+    assert m["format"] == 3
     assert m["embedding"] == {"model": "hash", "dim": 384}  # the fake embedder is its own model
     assert m["chunking"]["target_chars"] > 0
     assert m["counts"] == {"documents": 1, "passages": 1}
