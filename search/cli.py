@@ -261,12 +261,14 @@ def remove_cmd(doc_ids: tuple[str, ...], index_dir: str, backend: str, uri: str 
 @_workers_option
 def reindex_cmd(index_dir: str, backend: str, uri: str | None, workers: str | None) -> None:
     """Rebuild the whole index from the sources it recorded. Example: search reindex"""
+    from .engine import Engine
+
     emb = _writer_embedder(workers)
     try:
-        with _open(index_dir, backend=backend, uri=uri, embedder=emb) as engine:
-            prog, cb = _progress_bar()
-            with prog:
-                report = engine.reindex(progress=cb)
+        prog, cb = _progress_bar()
+        with prog:
+            engine, report = Engine.rebuild(index_dir, progress=cb, backend=backend, uri=uri, embedder=emb)
+        engine.close()
     finally:
         if emb is not None:
             emb.close()

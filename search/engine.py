@@ -335,6 +335,34 @@ class Engine:
             raise IndexMissingError(f"recorded source {missing[0]} no longer exists: use `search index PATH...`")
         return self.index(sources, progress=progress)
 
+    @classmethod
+    def rebuild(
+        cls,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        progress: Callable[[str, int, int], None] | None = None,
+        **kwargs: Any,
+    ) -> tuple[Engine, WriteReport]:
+        """Rebuild an index from its recorded sources, even one this version cannot open
+        (another format, model or chunking): the old generations are replaced by a fresh
+        index built from the same sources. Returns the open engine and the report."""
+        from .backends.local import clear_index, recorded_sources
+
+        p = Path(path) if path is not None else default_index_path()
+        try:
+            engine = cls(p, **kwargs)
+        except IndexFormatError:
+            sources = recorded_sources(p)
+            if not sources:
+                raise IndexFormatError(
+                    f"{p} cannot be read by this version and records no sources: "
+                    "rebuild it with `search index PATH...`"
+                ) from None
+            clear_index(p)
+            engine = cls(p, create=True, **kwargs)
+            return engine, engine.index(sources, progress=progress)
+        return engine, engine.reindex(progress=progress)
+
     # -- reading ---------------------------------------------------------------------
     def refresh(self) -> bool:
         """Pick up changes made by other writers (queries do this themselves)."""

@@ -139,3 +139,22 @@ def test_bad_k_and_mode(hash_engine) -> None:
         hash_engine.search("winner", k=0)
     with pytest.raises(ValueError, match="choose one of"):
         hash_engine.search("winner", mode="sparse")
+
+
+def test_reindex_rebuilds_an_index_of_another_format(tmp_path: Path) -> None:
+    src = tmp_path / "articles"
+    src.mkdir()
+    (src / "a.txt").write_text(A.title + "\n\n" + A.text, encoding="utf-8")
+    e = Engine.open(tmp_path / "idx", create=True, embedder=HashEmbedder())
+    e.add([src])
+    e.close()
+    gen = (tmp_path / "idx" / "CURRENT").read_text().strip()
+    mpath = tmp_path / "idx" / gen / "manifest.json"
+    m = json.loads(mpath.read_text())
+    m["format"] = 1
+    mpath.write_text(json.dumps(m))
+    with pytest.raises(IndexFormatError, match="search reindex"):
+        Engine.open(tmp_path / "idx", embedder=HashEmbedder())
+    engine, report = Engine.rebuild(tmp_path / "idx", embedder=HashEmbedder())
+    assert report.added == ["a.txt"]
+    assert engine.manifest()["format"] == 3 and engine.search("winner", k=1)

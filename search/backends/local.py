@@ -556,6 +556,25 @@ def create_index(root: Path, manifest_settings: dict[str, Any]) -> None:
     _fsync_dir(root)
 
 
+def recorded_sources(root: Path) -> list[str]:
+    """The sources a (possibly unreadable) index recorded, read straight from its manifest."""
+    try:
+        gen = read_current(root)
+        m = json.loads((root / gen / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, IndexFormatError, IndexMissingError):
+        return []
+    return [s for s in m.get("sources", []) if isinstance(s, str)]
+
+
+def clear_index(root: Path) -> None:
+    """Remove every generation of an index (under the writer lock), keeping the folder."""
+    with writer_lock(root):
+        (root / CURRENT).unlink(missing_ok=True)
+        for p in root.iterdir():
+            if p.name.startswith("gen-") and p.is_dir():
+                shutil.rmtree(p, ignore_errors=True)
+
+
 def _link_copy(src: Path, dst: Path) -> None:
     """Copy a generation directory with hard links (falls back to copying)."""
 
