@@ -275,13 +275,13 @@ def reindex_cmd(index_dir: str, backend: str, uri: str | None, workers: str | No
     _print_report(report, "reindexed")
 
 
-def _ensure_index(index_dir: str, backend: str, uri: str | None) -> Any:
+def _ensure_index(index_dir: str, backend: str, uri: str | None, preload: bool = False) -> Any:
     """Open the index; when the default one is missing, build it from seeds/ first."""
     from .engine import Engine
     from .errors import IndexMissingError
 
     try:
-        return Engine.open(index_dir, backend=backend, uri=uri)
+        return Engine.open(index_dir, backend=backend, uri=uri, preload=preload)
     except IndexMissingError:
         if not Path(SEEDS).is_dir():
             raise
@@ -309,7 +309,7 @@ def ask_cmd(
     from .engine import Engine
 
     Engine.check_question(question)
-    with _ensure_index(index_dir, backend, uri) as engine:
+    with _ensure_index(index_dir, backend, uri, preload=mode != "bm25") as engine:
         result = engine.ask(question, k=k, mode=mode, collapse=not all_copies)
         if as_json:
             click.echo(json.dumps(result.to_dict(), ensure_ascii=False))

@@ -95,6 +95,7 @@ class Engine:
         rrf_k: int = RRF_K,
         collapse_duplicates: bool = True,
         rerank: bool = True,
+        preload: bool = False,
     ) -> None:
         self.path = Path(path) if path is not None else default_index_path()
         # SEARCH_EMBEDDER lets tests and servers choose the backend ("hash" is the fake).
@@ -107,6 +108,9 @@ class Engine:
         self.rrf_k = rrf_k
         self.collapse_duplicates = collapse_duplicates
         self.rerank = rerank
+        if preload and isinstance(self._embedder_spec, str):
+            # Load the model on the other core while the index opens (cold start).
+            threading.Thread(target=lambda: self.embedder, daemon=True, name="load-embedder").start()
         self.backend_name = (backend or os.environ.get("SEARCH_BACKEND") or "local").lower()
         self.uri = uri or os.environ.get("SEARCH_URI")
         self._backend: Backend = self._open_backend(create)

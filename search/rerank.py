@@ -24,7 +24,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from .text import analyze_spans
+from functools import lru_cache
+
+from .text import analyze
 
 SENTENCE_WEIGHT = 0.5
 RERANK_DEPTH = 30  # how many fused candidates are re-scored
@@ -67,6 +69,12 @@ def answer_type(question: str) -> re.Pattern[str] | None:
     return None
 
 
+@lru_cache(maxsize=65_536)
+def _terms(sentence: str) -> tuple[str, ...]:
+    # Sentences repeat across queries (the same passages answer related questions).
+    return tuple(analyze(sentence))
+
+
 def _sentence_score(
     text: str,
     qterms: Sequence[str],
@@ -75,7 +83,7 @@ def _sentence_score(
     atype: re.Pattern[str] | None,
     qwords: set[str],
 ) -> float:
-    toks = [t for t, _, _ in analyze_spans(text)]
+    toks = _terms(text)
     if not toks:
         return 0.0
     present = set(toks)
