@@ -285,6 +285,8 @@ class Engine:
 
         if texts:
             vectors = self.embedder.encode(texts, progress=tick)
+            info = getattr(self.embedder, "info", None)
+            batch.embedding = dict(info()) if callable(info) else {}
         else:
             vectors = np.zeros((0, 0), np.float32)
         at = 0

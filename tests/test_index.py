@@ -43,7 +43,7 @@ def test_manifest_records_settings(hash_engine) -> None:
     hash_engine.add([A])
     m = hash_engine.manifest()
     assert m["format"] == 3
-    assert m["embedding"] == {"model": "hash", "dim": 384}  # the fake embedder is its own model
+    assert m["embedding"] == {"model": "hash", "dim": 384, "backend": "hash"}  # the fake is its own model
     assert m["chunking"]["target_chars"] > 0
     assert m["counts"] == {"documents": 1, "passages": 1}
     assert m["package_version"]

@@ -63,6 +63,7 @@ class WriteBatch:
     remove: list[str] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)  # paths to record for `reindex`
     reset: bool = False  # drop every existing document first (a full rebuild)
+    embedding: dict[str, Any] = field(default_factory=dict)  # how the vectors were made (embedder.info())
 
 
 class Reader(Protocol):

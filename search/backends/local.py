@@ -717,6 +717,12 @@ def write_generation(root: Path, batch: WriteBatch, cache: dict[str, _Segment] |
             for suffix in SEGMENT_SUFFIXES:
                 (tmp / f"{name}{suffix}").unlink(missing_ok=True)
 
+    if batch.embedding:
+        # Record how the vectors were made (backend, ONNX hash, measured distance to the
+        # sentence-transformers reference); model and dimension were checked on open.
+        manifest.setdefault("embedding", {}).update(
+            {k: v for k, v in batch.embedding.items() if k not in ("model_id", "dim")}
+        )
     manifest["segments"] = sorted(segments.values(), key=lambda s: s["name"])
     manifest["generation"] = n
     manifest["updated"] = now_iso()
