@@ -28,6 +28,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import resource
 import shutil
 import statistics
@@ -240,8 +241,13 @@ def build_copies(work: Path, arts: list[dict[str, Any]], real: Any, n_passages: 
     n_copies = max(1, round(n_passages / per_copy))
     path = work / name
     if path.exists():
-        with Engine.open(path, embedder=ReplayEmbedder(real, table)) as e:
-            n = e.stats()["passages"]
+        from search.errors import SearchError
+
+        try:
+            with Engine.open(path, embedder=ReplayEmbedder(real, table)) as e:
+                n = e.stats()["passages"]
+        except SearchError:  # another index format: build it again
+            n = -n_passages
         if abs(n - n_passages) / n_passages < 0.1:
             return {"path": str(path), "passages": n, "reused": True}
         shutil.rmtree(path)
@@ -257,7 +263,7 @@ def build_copies(work: Path, arts: list[dict[str, Any]], real: Any, n_passages: 
 
 def segment_files(path: Path) -> list[Path]:
     gen = (path / "CURRENT").read_text().strip()
-    return sorted((path / gen).glob("seg-*.npy"))
+    return sorted(f for f in (path / gen).glob("seg-*.npy") if re.fullmatch(r"seg-\d+\.npy", f.name))
 
 
 def set_ann(path: Path, quantizer: str | None) -> float:
@@ -339,7 +345,7 @@ def exact_top10(path: Path, real: Any, qs: list[str]) -> list[list[str]]:
             s[:, ~seg.live] = -np.inf
             top = np.argsort(-s, axis=1)[:, :10]
             for i in range(len(qs)):
-                best[i] += [(float(s[i, r]), snap.segments[seg.name].pids[r]) for r in top[i]]
+                best[i] += [(float(s[i, r]), snap.segments[seg.name].pid(int(r))) for r in top[i]]
         for b_ in best:
             b_.sort(key=lambda t: -t[0])
             out.append([p for _, p in b_[:10]])
