@@ -92,6 +92,9 @@ class RayEmbedder:
         if not ray.is_initialized():
             os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
             os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+            # Ray waits 30 s for its control store to come up; on a busy 2-core machine
+            # that has been seen to time out, so give it longer.
+            os.environ.setdefault("RAY_gcs_server_port_wait_time_s", "120")
             kwargs: dict[str, Any] = {
                 "include_dashboard": False,
                 "log_to_driver": False,
