@@ -51,7 +51,9 @@ def main() -> None:
         f"pairs >= {THRESHOLD}: {(distinct_a >= THRESHOLD).sum()}"
     )
     e = np.array(edited)
-    print(f"lightly edited copies: {len(e)}; min {e.min():.3f}; 1st pct {np.percentile(e, 1):.3f}; median {np.median(e):.3f}")
+    print(
+        f"lightly edited copies: {len(e)}; min {e.min():.3f}; 1st pct {np.percentile(e, 1):.3f}; median {np.median(e):.3f}"
+    )
 
 
 if __name__ == "__main__":

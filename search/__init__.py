@@ -1,8 +1,8 @@
 """Hybrid BM25 + dense search over football match coverage, with cited answers.
 
-    >>> from search import Engine
-    >>> with Engine.open("index") as engine:
-    ...     answer = engine.ask("who scored the winner")
+>>> from search import Engine
+>>> with Engine.open("index") as engine:
+...     answer = engine.ask("who scored the winner")
 """
 
 from __future__ import annotations

@@ -37,7 +37,11 @@ def _console() -> Any:
 
 
 def _open(
-    index: str | None, create: bool = False, backend: str | None = None, uri: str | None = None, embedder: Any = None
+    index: str | None,
+    create: bool = False,
+    backend: str | None = None,
+    uri: str | None = None,
+    embedder: Any = None,
 ) -> Any:
     from .engine import Engine
 
@@ -146,7 +150,9 @@ def cli(verbose: bool) -> None:
 
     Example: search ask "who scored the winner"
     """
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
 
 
 def _print_report(report: Any, what: str) -> None:
@@ -234,14 +240,18 @@ def add_cmd(
     else:
         _print_report(report, "add")
     if not (report.added or report.replaced or report.unchanged):
-        raise click.ClickException("no article was added: " + (report.problems[0] if report.problems else "nothing to read"))
+        raise click.ClickException(
+            "no article was added: " + (report.problems[0] if report.problems else "nothing to read")
+        )
 
 
 @cli.command("remove")
 @click.argument("doc_ids", nargs=-1, required=True)
 @_index_option
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def remove_cmd(doc_ids: tuple[str, ...], index_dir: str, backend: str, uri: str | None, as_json: bool) -> None:
+def remove_cmd(
+    doc_ids: tuple[str, ...], index_dir: str, backend: str, uri: str | None, as_json: bool
+) -> None:
     """Remove articles by document id. Example: search remove 000_e3a89f9a78d59e55.txt"""
     with _open(index_dir, backend=backend, uri=uri) as engine:
         report = engine.remove(list(doc_ids))
@@ -253,7 +263,9 @@ def remove_cmd(doc_ids: tuple[str, ...], index_dir: str, backend: str, uri: str 
             c.print(f"warning: no document {d!r} in the index (see `search list`)")
         c.print(f"removed {len(report.removed)} document(s)")
     if not report.removed:
-        raise click.ClickException(f"none of the ids is in the index: {', '.join(doc_ids)} (see `search list`)")
+        raise click.ClickException(
+            f"none of the ids is in the index: {', '.join(doc_ids)} (see `search list`)"
+        )
 
 
 @cli.command("reindex")
@@ -297,10 +309,19 @@ def _ensure_index(index_dir: str, backend: str, uri: str | None, preload: bool =
 @click.option("-k", "k", type=click.IntRange(1, 100), default=5, show_default=True, help="How many passages.")
 @click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
-@click.option("--all-copies", is_flag=True, help="Show every copy of syndicated stories (default: collapse them).")
+@click.option(
+    "--all-copies", is_flag=True, help="Show every copy of syndicated stories (default: collapse them)."
+)
 @_index_option
 def ask_cmd(
-    question: str, k: int, mode: str, as_json: bool, all_copies: bool, index_dir: str, backend: str, uri: str | None
+    question: str,
+    k: int,
+    mode: str,
+    as_json: bool,
+    all_copies: bool,
+    index_dir: str,
+    backend: str,
+    uri: str | None,
 ) -> None:
     """Answer a question with ranked, cited passages.
 
@@ -324,7 +345,9 @@ def ask_cmd(
 @click.option("--span", default=None, help="START:END character span to highlight.")
 @click.option("--json", "as_json", is_flag=True, help="Print the article as JSON.")
 @_index_option
-def show_cmd(doc_id: str, span: str | None, as_json: bool, index_dir: str, backend: str, uri: str | None) -> None:
+def show_cmd(
+    doc_id: str, span: str | None, as_json: bool, index_dir: str, backend: str, uri: str | None
+) -> None:
     """Print an article with a cited span highlighted.
 
     Example: search show 001_10f36a323a73b675.txt --span 120:260
@@ -352,7 +375,9 @@ def _parse_span(span: str | None) -> tuple[int, int] | None:
         a, b = span.split(":")
         start, end = int(a), int(b)
     except ValueError:
-        raise click.BadParameter(f"{span!r} is not START:END (two whole numbers)", param_hint="--span") from None
+        raise click.BadParameter(
+            f"{span!r} is not START:END (two whole numbers)", param_hint="--span"
+        ) from None
     if start < 0 or end <= start:
         raise click.BadParameter(f"{span!r}: need 0 <= START < END", param_hint="--span")
     return start, end
@@ -399,7 +424,9 @@ def stats_cmd(as_json: bool, index_dir: str, backend: str, uri: str | None) -> N
 @click.option("-k", "k", type=click.IntRange(1, 100), default=10, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="One JSON line per mode.")
 @_index_option
-def eval_cmd(file: str, mode: str, k: int, as_json: bool, index_dir: str, backend: str, uri: str | None) -> None:
+def eval_cmd(
+    file: str, mode: str, k: int, as_json: bool, index_dir: str, backend: str, uri: str | None
+) -> None:
     """Score retrieval (hit@1, recall@5, mrr@10) and answers (answer@1) on a question file.
 
     Example: search eval ../shared/eval/dev.jsonl --mode hybrid
@@ -414,7 +441,9 @@ def eval_cmd(file: str, mode: str, k: int, as_json: bool, index_dir: str, backen
             if as_json:
                 click.echo(json.dumps(res.to_dict()))
                 continue
-            line = f"{m:7s} n={res.n}  hit@1={res.hit1:.3f}  recall@5={res.recall5:.3f}  mrr@10={res.mrr10:.3f}"
+            line = (
+                f"{m:7s} n={res.n}  hit@1={res.hit1:.3f}  recall@5={res.recall5:.3f}  mrr@10={res.mrr10:.3f}"
+            )
             if res.answer1 is not None:
                 line += f"  answer@1={res.answer1:.3f}"
             click.echo(line)

@@ -43,7 +43,9 @@ def shingles(text: str, n: int = SHINGLE) -> np.ndarray:
         grams = [" ".join(words)] if words else []
     else:
         grams = [" ".join(words[i : i + n]) for i in range(len(words) - n + 1)]
-    return np.unique(np.fromiter((zlib.crc32(g.encode("utf-8")) for g in grams), dtype=np.uint64, count=len(grams)))
+    return np.unique(
+        np.fromiter((zlib.crc32(g.encode("utf-8")) for g in grams), dtype=np.uint64, count=len(grams))
+    )
 
 
 def signature(text: str) -> np.ndarray:

@@ -24,8 +24,8 @@ from .errors import DocumentNotFoundError, IndexFormatError, IndexMissingError, 
 from .fusion import RRF_K, Fusion, Mode, convex, rrf
 from .rerank import RERANK_DEPTH, rerank
 from .text import analyze_spans, has_searchable_text, query_terms
-from .vocab import expand
 from .types import Answer, Article, Hit, Passage
+from .vocab import expand
 
 log = logging.getLogger(__name__)
 
@@ -179,7 +179,9 @@ class Engine:
                 f"this engine uses {want['embedding']['model']}: rebuild with `search reindex`"
             )
         if m.get("chunking", {}).get("version") != CHUNK_VERSION:
-            raise IndexFormatError(f"{self.path} was chunked by another version: rebuild with `search reindex`")
+            raise IndexFormatError(
+                f"{self.path} was chunked by another version: rebuild with `search reindex`"
+            )
 
     # -- models ----------------------------------------------------------------------
     @property
@@ -235,7 +237,9 @@ class Engine:
         if reset and not articles:
             # A rebuild from nothing would empty the index: refuse, keep what is there.
             why = report.problems[0] if report.problems else "give .txt, .md, .jsonl, .html or feed files"
-            raise IngestError(f"no articles could be read from {', '.join(map(str, paths)) or 'the input'}: {why}")
+            raise IngestError(
+                f"no articles could be read from {', '.join(map(str, paths)) or 'the input'}: {why}"
+            )
         # Last version of an id wins within one call.
         by_id: dict[str, Article] = {}
         for a in articles:
@@ -261,7 +265,9 @@ class Engine:
         report.took_s = time.perf_counter() - t0
         return report
 
-    def _prepare(self, articles: list[Article], progress: Callable[[str, int, int], None] | None) -> WriteBatch:
+    def _prepare(
+        self, articles: list[Article], progress: Callable[[str, int, int], None] | None
+    ) -> WriteBatch:
         from .chunk import chunk, segment
 
         batch = WriteBatch()
@@ -335,10 +341,14 @@ class Engine:
         """Rebuild everything from the sources recorded in the manifest."""
         sources = self._backend.manifest().get("sources") or []
         if not sources:
-            raise IndexMissingError(f"{self.path} records no sources to rebuild from: use `search index PATH...`")
+            raise IndexMissingError(
+                f"{self.path} records no sources to rebuild from: use `search index PATH...`"
+            )
         missing = [s for s in sources if not Path(s).exists()]
         if missing:
-            raise IndexMissingError(f"recorded source {missing[0]} no longer exists: use `search index PATH...`")
+            raise IndexMissingError(
+                f"recorded source {missing[0]} no longer exists: use `search index PATH...`"
+            )
         return self.index(sources, progress=progress)
 
     @classmethod
@@ -380,16 +390,20 @@ class Engine:
             raise QueryError("the question must be text")
         q = question.strip()
         if not q:
-            raise QueryError("the question is empty: ask something, e.g. search ask \"who scored the winner\"")
+            raise QueryError('the question is empty: ask something, e.g. search ask "who scored the winner"')
         if len(q) > MAX_QUESTION_CHARS:
             raise QueryError(
                 f"the question is {len(q):,} characters long; the limit is {MAX_QUESTION_CHARS:,}: shorten it"
             )
         if not has_searchable_text(q):
-            raise QueryError("the question has no words to search for (only punctuation or symbols): use words")
+            raise QueryError(
+                "the question has no words to search for (only punctuation or symbols): use words"
+            )
         return q
 
-    def search(self, question: str, k: int = 10, mode: str = "hybrid", collapse: bool | None = None) -> list[Hit]:
+    def search(
+        self, question: str, k: int = 10, mode: str = "hybrid", collapse: bool | None = None
+    ) -> list[Hit]:
         """Ranked passages for a question (``mode``: hybrid, bm25 or dense).
 
         With ``collapse`` (default: the engine's setting, on), copies of one story
@@ -466,7 +480,12 @@ class Engine:
         return hits
 
     def ask(
-        self, question: str, k: int = 5, mode: str = "hybrid", answer: bool = True, collapse: bool | None = None
+        self,
+        question: str,
+        k: int = 5,
+        mode: str = "hybrid",
+        answer: bool = True,
+        collapse: bool | None = None,
     ) -> Answer:
         """Search, then (with ``answer``) extract a short answer with its supporting sentences.
 
@@ -488,7 +507,9 @@ class Engine:
             cited |= {s.passage_rank for c in block.conflicts for s in c.sentences}
             shown += [h for h in hits[k:] if h.rank in cited]
         took = (time.perf_counter() - t0) * 1000
-        return Answer(question=question.strip(), mode=Mode.from_str(mode).value, took_ms=took, hits=shown, answer=block)
+        return Answer(
+            question=question.strip(), mode=Mode.from_str(mode).value, took_ms=took, hits=shown, answer=block
+        )
 
     # -- documents -------------------------------------------------------------------
     def get_document(self, doc_id: str) -> Article:

@@ -16,7 +16,9 @@ from typing import Any
 
 from .errors import IngestError
 
-_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2032": "'", "\u2033": '"'})
+_QUOTES = str.maketrans(
+    {"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2032": "'", "\u2033": '"'}
+)
 _WS = re.compile(r"\s+")
 
 
@@ -92,7 +94,9 @@ class EvalResult:
         return d
 
 
-def evaluate(engine: Any, questions: list[Question], mode: str = "hybrid", k: int = 10, answers: bool = True) -> EvalResult:
+def evaluate(
+    engine: Any, questions: list[Question], mode: str = "hybrid", k: int = 10, answers: bool = True
+) -> EvalResult:
     """Run every question through ``engine`` and score the ranking (and the answer)."""
     hit1 = rec5 = mrr = ans = 0.0
     misses: list[str] = []
@@ -132,4 +136,3 @@ def evaluate(engine: Any, questions: list[Question], mode: str = "hybrid", k: in
         answer_misses=answer_misses,
         per_question=rows,
     )
-

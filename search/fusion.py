@@ -49,7 +49,9 @@ class Mode(str, Enum):
 Ranked = Sequence[tuple[str, float]]  # (id, score), best first
 
 
-def rrf(lists: Sequence[Ranked], k: int = RRF_K, weights: Sequence[float] | None = None) -> list[tuple[str, float]]:
+def rrf(
+    lists: Sequence[Ranked], k: int = RRF_K, weights: Sequence[float] | None = None
+) -> list[tuple[str, float]]:
     """Reciprocal rank fusion: ``sum_i w_i / (k + rank_i)`` with ranks from 1."""
     if k < 0:
         raise ValueError("the RRF constant must be non-negative")

@@ -41,7 +41,9 @@ def print_answer(console: Console, result: Answer, engine: Any = None) -> None:
         elif block.sentences:
             console.print(Text.assemble(("Answer: ", "bold"), (f"“{block.sentences[0].text}”", "green")))
         else:
-            console.print(Text("No passage answers this question directly; the closest passages follow.", style="bold"))
+            console.print(
+                Text("No passage answers this question directly; the closest passages follow.", style="bold")
+            )
         for s in block.sentences[:3]:
             console.print(Text.assemble("  “", (s.text, "italic"), f"” [{s.passage_rank}]"))
         if block.sentences:
@@ -49,7 +51,9 @@ def print_answer(console: Console, result: Answer, engine: Any = None) -> None:
             console.print(Text(f"  Support: {block.support} of {total} articles", style="dim"))
         for c in block.conflicts:
             cites = ", ".join(f"[{s.passage_rank}]" for s in c.sentences)
-            console.print(Text.assemble(("  Conflict: ", "bold red"), f"{c.text} — {c.support} article(s) {cites}"))
+            console.print(
+                Text.assemble(("  Conflict: ", "bold red"), f"{c.text} — {c.support} article(s) {cites}")
+            )
             for s in c.sentences[:2]:
                 console.print(Text.assemble("    “", (s.text, "italic"), f"” [{s.passage_rank}]"))
         console.print()
@@ -78,7 +82,9 @@ def print_answer(console: Console, result: Answer, engine: Any = None) -> None:
         body.pad_left(4)
         console.print(body)
         console.print()
-    console.print(Text(f"{len(result.hits)} passages in {result.took_ms:.0f} ms ({result.mode})", style="dim"))
+    console.print(
+        Text(f"{len(result.hits)} passages in {result.took_ms:.0f} ms ({result.mode})", style="dim")
+    )
 
 
 def print_article(console: Console, art: Article, rec: DocRecord, span: tuple[int, int] | None) -> None:
@@ -103,7 +109,9 @@ def print_documents(console: Console, docs: list[DocRecord]) -> None:
         return
     w_id = max(len(d.id) for d in docs)
     w_src = max([len(d.source) for d in docs] + [6])
-    console.print(Text(f"{'id':<{w_id}}  {'passages':>8}  {'source':<{w_src}}  {'added':<10}  title", style="bold"))
+    console.print(
+        Text(f"{'id':<{w_id}}  {'passages':>8}  {'source':<{w_src}}  {'added':<10}  title", style="bold")
+    )
     for d in docs:
         title = d.title + (f"  (copy of {d.duplicate_of})" if d.duplicate_of else "")
         line = f"{d.id:<{w_id}}  {d.passages:>8}  {d.source:<{w_src}}  {d.added[:10]:<10}  {title}"

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-
 from functools import lru_cache
 
 from .text import analyze
@@ -39,7 +38,9 @@ TIME = re.compile(
     rf"\b\d{{1,3}}(?:st|nd|rd|th)[- ]minute|\b(?:stoppage|added|injury|extra)[- ]time\b|\bhalf[- ]time\b"
     rf"|\b(?:{_DAYS})\b|\b(?:{_MONTHS})\b|\b(?:19|20)\d\d\b|\b\d{{1,2}}:\d\d\b"
 )
-PLACE = re.compile(r"\b[A-Z][\w'’-]+(?:\s[A-Z][\w'’-]+)*\s(?:Stadium|Arena|Park|Ground|Road|Lane|Field)\b|\b(?:in|at)\s[A-Z][a-z]+")
+PLACE = re.compile(
+    r"\b[A-Z][\w'’-]+(?:\s[A-Z][\w'’-]+)*\s(?:Stadium|Arena|Park|Ground|Road|Lane|Field)\b|\b(?:in|at)\s[A-Z][a-z]+"
+)
 NUMBER = re.compile(
     r"\b\d+(?:\.\d+)?\b|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred)\b",
     re.IGNORECASE,

@@ -50,15 +50,41 @@ _LL_STEMS = (
     "rival total equal dial pedal shovel"
 ).split()
 _EXACT = {
-    "centre": "center", "centres": "centers", "centred": "centered", "metre": "meter",
-    "metres": "meters", "theatre": "theater", "litre": "liter", "fibre": "fiber",
-    "defence": "defense", "defences": "defenses", "offence": "offense", "offences": "offenses",
-    "licence": "license", "programme": "program", "programmes": "programs", "tyre": "tire",
-    "tyres": "tires", "grey": "gray", "manoeuvre": "maneuver", "catalogue": "catalog",
-    "dialogue": "dialog", "analyse": "analyze", "analysed": "analyzed", "paralysed": "paralyzed",
-    "jewellery": "jewelry", "pyjamas": "pajamas", "mould": "mold", "plough": "plow",
-    "sceptical": "skeptical", "aluminium": "aluminum", "cheque": "check", "kerb": "curb",
-    "practise": "practice", "practised": "practiced", "enrol": "enroll",
+    "centre": "center",
+    "centres": "centers",
+    "centred": "centered",
+    "metre": "meter",
+    "metres": "meters",
+    "theatre": "theater",
+    "litre": "liter",
+    "fibre": "fiber",
+    "defence": "defense",
+    "defences": "defenses",
+    "offence": "offense",
+    "offences": "offenses",
+    "licence": "license",
+    "programme": "program",
+    "programmes": "programs",
+    "tyre": "tire",
+    "tyres": "tires",
+    "grey": "gray",
+    "manoeuvre": "maneuver",
+    "catalogue": "catalog",
+    "dialogue": "dialog",
+    "analyse": "analyze",
+    "analysed": "analyzed",
+    "paralysed": "paralyzed",
+    "jewellery": "jewelry",
+    "pyjamas": "pajamas",
+    "mould": "mold",
+    "plough": "plow",
+    "sceptical": "skeptical",
+    "aluminium": "aluminum",
+    "cheque": "check",
+    "kerb": "curb",
+    "practise": "practice",
+    "practised": "practiced",
+    "enrol": "enroll",
 }
 _ISE = re.compile(r"^(\w{3,})is(e|es|ed|er|ers|ing|ation|ations)$")
 
@@ -73,7 +99,7 @@ def fold_spelling(word: str) -> str:
         return f"{m.group(1)}iz{m.group(2)}"
     for stem in _OUR_STEMS:
         if word.startswith(stem):
-            return stem[:-3] + "or" + word[len(stem):]
+            return stem[:-3] + "or" + word[len(stem) :]
     if "ll" in word:
         for stem in _LL_STEMS:
             if word.startswith(stem + "l") and word[len(stem) + 1 :] in ("ed", "ing", "er", "ers"):

@@ -150,7 +150,11 @@ class Conflict:
     sentences: list[Sentence] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"text": self.text, "support": self.support, "sentences": [s.to_dict() for s in self.sentences]}
+        return {
+            "text": self.text,
+            "support": self.support,
+            "sentences": [s.to_dict() for s in self.sentences],
+        }
 
 
 @dataclass

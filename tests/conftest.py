@@ -19,7 +19,11 @@ _real_connect = socket.socket.connect
 
 def _guarded_connect(self: socket.socket, address: object) -> object:
     host = address[0] if isinstance(address, tuple) else address
-    if isinstance(host, str) and not (host.startswith("127.") or host in ("localhost", "::1")) and self.family != socket.AF_UNIX:
+    if (
+        isinstance(host, str)
+        and not (host.startswith("127.") or host in ("localhost", "::1"))
+        and self.family != socket.AF_UNIX
+    ):
         raise RuntimeError(f"tests must not reach the network (tried {address!r})")
     return _real_connect(self, address)  # type: ignore[arg-type]
 

@@ -43,7 +43,17 @@ def test_ask_builds_index_from_seeds_first(workdir: Path) -> None:
     d = json.loads(line)
     assert d["question"] == "who scored the winner" and d["mode"] == "hybrid"
     assert set(d["passages"][0]) >= {
-        "rank", "passage_id", "doc_id", "title", "source", "start", "end", "text", "score", "bm25_rank", "dense_rank",
+        "rank",
+        "passage_id",
+        "doc_id",
+        "title",
+        "source",
+        "start",
+        "end",
+        "text",
+        "score",
+        "bm25_rank",
+        "dense_rank",
     }
     art = (workdir / "seeds" / d["passages"][0]["doc_id"]).read_text(encoding="utf-8")
     p = d["passages"][0]
@@ -93,7 +103,9 @@ def test_missing_path_and_not_an_index(workdir: Path) -> None:
 def test_bad_files_in_a_batch_are_warnings(workdir: Path) -> None:
     d = workdir / "batch"
     d.mkdir()
-    (d / "good.txt").write_text("Kane scored a penalty.\n\nEngland won the match 1-0 at Wembley.", encoding="utf-8")
+    (d / "good.txt").write_text(
+        "Kane scored a penalty.\n\nEngland won the match 1-0 at Wembley.", encoding="utf-8"
+    )
     (d / "empty.txt").write_text("", encoding="utf-8")
     (d / "binary.txt").write_bytes(b"\x00\xff\x00\xfe" * 50)
     (d / "legacy.txt").write_bytes("Caf\xe9 society: the goal cost \xa35.".encode("latin-1"))
@@ -117,7 +129,14 @@ def test_failed_index_keeps_previous(workdir: Path) -> None:
 def test_eval_json_and_bad_file(workdir: Path) -> None:
     qs = workdir / "q.jsonl"
     qs.write_text(
-        json.dumps({"id": "a", "question": "who scored the winner", "answers": ["Martinez"], "evidence": ["Lautaro Martinez"]})
+        json.dumps(
+            {
+                "id": "a",
+                "question": "who scored the winner",
+                "answers": ["Martinez"],
+                "evidence": ["Lautaro Martinez"],
+            }
+        )
         + "\n",
         encoding="utf-8",
     )

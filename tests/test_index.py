@@ -13,7 +13,9 @@ from search.errors import IndexFormatError, IndexMissingError, QueryError
 from search.types import Article
 
 A = Article(id="a.txt", title="Late winner", text="Lautaro Martinez headed home the winner in stoppage time.")
-B = Article(id="b.txt", title="Equaliser", text="Enzo Fernandez equalised in the 85th minute. Messi set him up.")
+B = Article(
+    id="b.txt", title="Equaliser", text="Enzo Fernandez equalised in the 85th minute. Messi set him up."
+)
 
 
 def test_round_trip_reopens_without_reencoding(tmp_path: Path) -> None:
@@ -57,7 +59,9 @@ def test_replace_and_remove(hash_engine) -> None:
     r = hash_engine.add([new_a])
     assert r.replaced == ["a.txt"]
     for mode in ("bm25", "dense", "hybrid"):
-        texts = [h.passage.text for h in hash_engine.search("Lautaro Martinez winner stoppage", k=10, mode=mode)]
+        texts = [
+            h.passage.text for h in hash_engine.search("Lautaro Martinez winner stoppage", k=10, mode=mode)
+        ]
         assert all("Lautaro" not in t for t in texts)
     assert any("penalty" in h.passage.text for h in hash_engine.search("penalty Kane", mode="bm25"))
     r = hash_engine.remove(["a.txt", "zzz"])
@@ -125,11 +129,24 @@ def test_bad_questions(hash_engine, question: str, message: str) -> None:
         hash_engine.search(question)
 
 
-@pytest.mark.parametrize("q", ['"winner', "winner AND", "NOT winner", "winner*", "winner?", "title:winner", "(winner", "[winner]]", "OR"])
+@pytest.mark.parametrize(
+    "q",
+    [
+        '"winner',
+        "winner AND",
+        "NOT winner",
+        "winner*",
+        "winner?",
+        "title:winner",
+        "(winner",
+        "[winner]]",
+        "OR",
+    ],
+)
 def test_query_syntax_never_crashes(hash_engine, q: str) -> None:
     hash_engine.add([A, B])
     hits = hash_engine.search(q, k=2, mode="bm25")
-    if q.strip("\"()[]*?").lower() not in ("or",):
+    if q.strip('"()[]*?').lower() not in ("or",):
         assert hits and hits[0].passage.doc_id == "a.txt"
 
 

@@ -22,7 +22,9 @@ DOCS = {
 }
 
 
-def reference_bm25(docs: dict[str, str], terms: list[str], k1: float = 0.9, b: float = 0.4) -> dict[str, float]:
+def reference_bm25(
+    docs: dict[str, str], terms: list[str], k1: float = 0.9, b: float = 0.4
+) -> dict[str, float]:
     """Lucene BM25 written out plainly, with whoosh's one-byte length encoding."""
     toks = {d: analyze(t) for d, t in docs.items()}
     n = len(docs)
@@ -52,7 +54,9 @@ def build(path: Path, docs: dict[str, str]) -> lx.LexicalIndex:
     return lx.LexicalIndex(path)
 
 
-@pytest.mark.parametrize("q", ["who scored the winner", "equaliser Fernandez", "England 55th minute", "Messi"])
+@pytest.mark.parametrize(
+    "q", ["who scored the winner", "equaliser Fernandez", "England 55th minute", "Messi"]
+)
 def test_scores_match_reference(tmp_path: Path, q: str) -> None:
     ix = build(tmp_path / "lex", DOCS)
     terms = query_terms(q)
@@ -65,7 +69,7 @@ def test_scores_match_reference(tmp_path: Path, q: str) -> None:
 
 def test_question_syntax_is_text() -> None:
     # Query syntax is just text: no wildcards, fields or operators survive analysis.
-    assert query_terms('winner?') == query_terms("winner")
+    assert query_terms("winner?") == query_terms("winner")
     assert query_terms('title:"Messi" AND (Kane OR NOT Rice*)') == ["titl", "messi", "kane", "rice"]
     assert query_terms("equaliser") == query_terms("equalizer")
     assert query_terms("favourite centre") == query_terms("favorite center")
@@ -78,10 +82,15 @@ def test_exact_after_random_adds_and_removes(hash_engine, tmp_path: Path) -> Non
     from search.types import Article
 
     rng = random.Random(7)
-    words = "goal winner equaliser header minute england argentina messi kane stoppage penalty save cross".split()
+    words = (
+        "goal winner equaliser header minute england argentina messi kane stoppage penalty save cross".split()
+    )
 
     def article(i: int) -> Article:
-        sents = [" ".join(rng.choice(words) for _ in range(rng.randint(4, 12))).capitalize() + "." for _ in range(rng.randint(1, 8))]
+        sents = [
+            " ".join(rng.choice(words) for _ in range(rng.randint(4, 12))).capitalize() + "."
+            for _ in range(rng.randint(1, 8))
+        ]
         return Article(id=f"d{i}", title="", text=" ".join(sents))
 
     live: dict[str, Article] = {}

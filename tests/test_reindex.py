@@ -111,7 +111,11 @@ def test_killed_writers_leave_old_or_new_state(tmp_path: Path) -> None:
     duration = time.monotonic() - t0
 
     rng = random.Random(42)
-    plans = [("add", added)] * 20 + [("remove", old - {"000_e3a89f9a78d59e55.txt"})] * 4 + [("index", {a for a in added if a.startswith("late")})] * 4
+    plans = (
+        [("add", added)] * 20
+        + [("remove", old - {"000_e3a89f9a78d59e55.txt"})] * 4
+        + [("index", {a for a in added if a.startswith("late")})] * 4
+    )
     outcomes = {"old": 0, "new": 0}
     for i, (cmd, new_state) in enumerate(plans):
         idx = tmp_path / f"run{i}"
@@ -144,7 +148,9 @@ def test_killed_writers_leave_old_or_new_state(tmp_path: Path) -> None:
 def test_update_replaces_in_both_retrievers(hash_engine) -> None:
     a = Article(id="r.txt", title="Report", text="Harry Kane scored a penalty in the 12th minute at Wembley.")
     hash_engine.add([a, *_batch("base", 3)])
-    b = Article(id="r.txt", title="Report (corrected)", text="Bukayo Saka scored from open play in the 14th minute.")
+    b = Article(
+        id="r.txt", title="Report (corrected)", text="Bukayo Saka scored from open play in the 14th minute."
+    )
     rep = hash_engine.add([b])
     assert rep.replaced == ["r.txt"]
     for mode in ("bm25", "dense", "hybrid"):

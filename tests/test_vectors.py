@@ -24,7 +24,9 @@ def test_matches_brute_force_with_mask() -> None:
     for _ in range(20):
         q = _unit(rng, 1)[0]
         got = search_segments(segs, q, 10)
-        cand = [(float(a[i] @ q), "a", i) for i in np.flatnonzero(live_a)] + [(float(b[i] @ q), "b", i) for i in range(120)]
+        cand = [(float(a[i] @ q), "a", i) for i in np.flatnonzero(live_a)] + [
+            (float(b[i] @ q), "b", i) for i in range(120)
+        ]
         cand.sort(key=lambda t: -t[0])
         assert [(s, r) for _, s, r in got] == [(s, r) for _, s, r in cand[:10]]
         assert [x for x, _, _ in got] == pytest.approx([x for x, _, _ in cand[:10]], abs=1e-5)

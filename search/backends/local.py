@@ -44,10 +44,10 @@ import numpy as np
 
 from .. import __version__
 from .. import lexical as lx
+from ..dedup import decode as dedup_decode
 from ..errors import IndexFormatError, IndexMissingError, WriterBusyError
 from ..text import analyze
 from ..types import Article, Passage
-from ..dedup import decode as dedup_decode
 from ..vectors import ANN_SUFFIX, VectorSegment, load_vectors, save_vectors, search_segments, write_ann
 from . import DocRecord, WriteBatch
 
@@ -70,7 +70,11 @@ def read_docs(gen_dir: Path) -> dict[str, dict[str, Any]]:
 
 def write_docs(gen_dir: Path, docs: dict[str, dict[str, Any]]) -> None:
     rows = [[d.get(f) for f in DOC_FIELDS] for d in docs.values()]
-    _write_text(gen_dir / "docs.json", json.dumps({"fields": list(DOC_FIELDS), "rows": rows}, ensure_ascii=False))
+    _write_text(
+        gen_dir / "docs.json", json.dumps({"fields": list(DOC_FIELDS), "rows": rows}, ensure_ascii=False)
+    )
+
+
 CURRENT = "CURRENT"
 LOCK = ".lock"
 KEEP_OLD_GENERATIONS = 2  # readers that just read CURRENT may still be opening these
@@ -106,9 +110,7 @@ def read_current(path: Path) -> str:
     try:
         name = (Path(path) / CURRENT).read_text(encoding="utf-8").strip()
     except FileNotFoundError:
-        raise IndexMissingError(
-            f"no index at {path}: build one with `search index [PATH...]`"
-        ) from None
+        raise IndexMissingError(f"no index at {path}: build one with `search index [PATH...]`") from None
     if not name.startswith("gen-"):
         raise IndexFormatError(f"{path}/{CURRENT} is damaged: rebuild with `search reindex`")
     return name
@@ -142,7 +144,15 @@ class _Segment:
         return f"{self.articles[d].id}#{row - int(self.row_start[d])}"
 
 
-SEGMENT_SUFFIXES = (".npy", ".docs.jsonl", ".spans.npy", ".sents.npy", ".sentoff.npy", ".minhash.npy", ANN_SUFFIX)
+SEGMENT_SUFFIXES = (
+    ".npy",
+    ".docs.jsonl",
+    ".spans.npy",
+    ".sents.npy",
+    ".sentoff.npy",
+    ".minhash.npy",
+    ANN_SUFFIX,
+)
 
 
 def _load_segment(gen_dir: Path, name: str) -> _Segment:
@@ -159,7 +169,9 @@ def _load_segment(gen_dir: Path, name: str) -> _Segment:
             articles.append(Article.from_dict(r))
     spans = np.load(f"{base}.spans.npy", allow_pickle=False)
     if len(spans) != len(vectors) or sum(counts) != len(vectors):
-        raise IndexFormatError(f"{base}: {len(spans)} passages but {len(vectors)} vectors: rebuild with `search reindex`")
+        raise IndexFormatError(
+            f"{base}: {len(spans)} passages but {len(vectors)} vectors: rebuild with `search reindex`"
+        )
     row_doc = np.repeat(np.arange(len(articles), dtype=np.int64), counts)
     return _Segment(
         name=name,
@@ -232,9 +244,13 @@ class Snapshot:
         self.gen = gen
         self.dir = root / gen
         try:
-            self.manifest: dict[str, Any] = json.loads((self.dir / "manifest.json").read_text(encoding="utf-8"))
+            self.manifest: dict[str, Any] = json.loads(
+                (self.dir / "manifest.json").read_text(encoding="utf-8")
+            )
         except FileNotFoundError:
-            raise IndexFormatError(f"{self.dir} has no manifest.json: rebuild with `search reindex`") from None
+            raise IndexFormatError(
+                f"{self.dir} has no manifest.json: rebuild with `search reindex`"
+            ) from None
         if self.manifest.get("format") != FORMAT:
             raise IndexFormatError(
                 f"{root} was built with index format {self.manifest.get('format')}, this version reads "
@@ -431,7 +447,9 @@ class LocalBackend:
         self.refresh()
         return self.snap
 
-    def lexical(self, terms: Sequence[str], k: int, expansions: Sequence[str] | None = None) -> list[tuple[str, float]]:
+    def lexical(
+        self, terms: Sequence[str], k: int, expansions: Sequence[str] | None = None
+    ) -> list[tuple[str, float]]:
         return self.snap.lexical_search(terms, k, expansions)
 
     def dense(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
@@ -691,7 +709,11 @@ def write_generation(root: Path, batch: WriteBatch, cache: dict[str, _Segment] |
                     writer.add(p.id, p.doc_id, " ".join(analyze(p.text)))
             dim = int(manifest.get("embedding", {}).get("dim", 0)) or (vectors[0].shape[1] if vectors else 0)
             allv = np.concatenate([np.asarray(v, np.float32).reshape(-1, dim) for v in vectors])
-            sigs = np.stack([dedup_decode(m) for m in minhash]) if all(minhash) else np.zeros((len(articles), 0), np.uint32)
+            sigs = (
+                np.stack([dedup_decode(m) for m in minhash])
+                if all(minhash)
+                else np.zeros((len(articles), 0), np.uint32)
+            )
             rows = _write_segment(
                 tmp,
                 name,
@@ -786,11 +808,15 @@ def _merge_vector_segments(
             lo, hi = r["row_start"], r["row_start"] + r["passages"]
             arts.append(s.articles[d])
             spans.append([tuple(x) for x in s.spans[lo:hi].tolist()])
-            sents.append([[tuple(y) for y in s.sents[s.sentoff[i] : s.sentoff[i + 1]].tolist()] for i in range(lo, hi)])
+            sents.append(
+                [[tuple(y) for y in s.sents[s.sentoff[i] : s.sentoff[i + 1]].tolist()] for i in range(lo, hi)]
+            )
             vecs.append(np.asarray(s.vectors[lo:hi], dtype=np.float32))
             sigs.append(s.minhash[d] if s.minhash.size else np.zeros(0, np.uint32))
             moved.append(r)
-        minhash = np.stack(sigs) if sigs and all(len(x) for x in sigs) else np.zeros((len(arts), 0), np.uint32)
+        minhash = (
+            np.stack(sigs) if sigs and all(len(x) for x in sigs) else np.zeros((len(arts), 0), np.uint32)
+        )
         rows = _write_segment(tmp, new, arts, spans, sents, np.concatenate(vecs), minhash)
         start = 0
         for r in moved:
