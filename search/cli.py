@@ -92,7 +92,7 @@ def _progress_bar() -> tuple[Any, Callable[[str, int, int], None]]:
         transient=True,
         disable=not sys.stderr.isatty(),
     )
-    tasks: dict[str, int] = {}
+    tasks: dict[str, Any] = {}  # stage → rich TaskID
 
     def cb(stage: str, done: int, total: int) -> None:
         if stage not in tasks:

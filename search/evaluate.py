@@ -119,7 +119,7 @@ def evaluate(
         if answers and result.answer is not None:
             a = result.answer
             got = a.text if a.text else (a.sentences[0].text if a.sentences else None)
-            ok = bool(got) and any(x.lower() in got.lower() for x in q.answers)
+            ok = got is not None and any(x.lower() in got.lower() for x in q.answers)
             ans += ok
             if not ok:
                 answer_misses.append(q.id)

@@ -284,7 +284,7 @@ class Snapshot:
             live = np.cumsum(edges[:-1]) > 0
             old = prev_vsegs.get(name)
             vsegs.append(old.with_live(live) if old is not None else VectorSegment(name, seg.vectors, live))
-        self.vector_segments = vsegs
+        self.vector_segments: list[VectorSegment] = vsegs
         self.n_passages = sum(r[i_n] for r in self._rows)
         bm25 = self.manifest.get("bm25", {})
         self.lexical = lx.LexicalIndex(self.dir / "lexical", k1=bm25.get("k1", 0.9), b=bm25.get("b", 0.4))
