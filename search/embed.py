@@ -416,7 +416,7 @@ class SentenceTransformerEmbedder:
             "model_id": self.model_id,
             "backend": self.backend,
             "dim": self.dim,
-            "max_seq_length": int(self.model.max_seq_length),
+            "max_seq_length": int(self.model.max_seq_length or 256),
             "min_cosine_vs_reference": 1.0,
             "max_abs_diff_vs_reference": 0.0,
         }
