@@ -15,6 +15,22 @@ stated in many articles, in sentences that match the question, wins the vote.
    those repeating the question are dropped, and each mention is scored:
    ``rank weight x relevance^2 x proximity to the question's words x type fit x
    event fit`` (a minute next to "equaliser" does not answer a question about the winner).
+   Only some sentences may vote (otherwise a name frequent across the coverage, such as
+   the match's star, wins questions nothing answers):
+   a. a role the question names ("who was the referee", "Argentina's goalkeeper") must
+      be shown next to the candidate: a role noun or synonym apposed to it ("England
+      goalkeeper Jordan Pickford", "Kane, the England captain") or what the role does
+      ("the ball past Emiliano Martinez" is a goalkeeper); an owner in the question
+      must be stated for that person somewhere ("Argentina coach Lionel Scaloni") and
+      never be another team;
+   b. qualifiers in the question ("in the round of 16", "in 1986", "against Egypt")
+      must be stated by the sentence (a stage: the one named nearest the candidate;
+      "last 16" is "round of 16"), or by the sentence before it, and the winner must
+      have a sentence stating them itself;
+   c. "who did Spain beat": the sentence must say the verb or a synonym with no team
+      other than Spain or the candidate beside it;
+   d. for names, the winner's best sentence must hold 40% of all the question asks,
+      counting words no passage holds ("who was booked": nothing says booked).
 4. Mentions become clusters (a surname joins the full name it refers to; "stoppage time"
    joins "92nd minute"; "Sunday" joins "Sunday, July 19"; a stadium joins its city) and
    clusters vote: per article the best mention counts, summed over articles.
@@ -60,7 +76,8 @@ _SYNONYM_GROUPS = [
     "manager coach boss",
     "captain skipper",
     "goalkeeper keeper goalie",
-    "beat beaten past beyond defeat defeated dismantled thrashed overcame",
+    "beat beaten past beyond defeat defeated dismantled thrashed overcame overcome comeback eliminate eliminated "
+    "knock knocked edged routed",
     "lose lost loss defeat defeated beaten",
     "hit hitting struck strike thundered",
     "substitute introduced replaced",
@@ -73,14 +90,17 @@ _SYNONYM_GROUPS = [
     "join joined signing signed sign move",
     "weather sweltering heat hot humid rain cold temperature",
     "famous legendary iconic memorable historic",
-    "meeting encounter clash",
+    "meeting meet meets encounter clash face faces facing showdown",
     "trophy title triumph",
     "game match fixture",
     "opener opening",
     "star player",
 ]
 # Words every report is about: "the match" is the match covered, so these say little.
-_GENERIC = frozenset(term(w) for w in "match game play played playing fixture contest".split())
+# "Face" is "play": who a team faced is said by "beat", "lost to", "against" as often.
+_GENERIC = frozenset(
+    term(w) for w in "match game play played playing fixture contest face faced facing".split()
+)
 # Words that name a goal event; a mention is tied to the nearest one in its sentence.
 _EVENTS = {
     "win": "winner winning decider match-winner",
@@ -108,7 +128,7 @@ _ROLE_GROUPS = {
     "defender": "defender centre-back full-back",
     "midfielder": "midfielder",
     "winger": "winger",
-    "referee": "referee",
+    "referee": "referee ref officiated officiating officiate",
     "substitute": "substitute",
     "scorer": "scorer goalscorer",
     "player": "player star",
@@ -224,6 +244,11 @@ class Question:
     priors: dict[str, float] = field(default_factory=dict)  # time sub-kinds for "when"
     tense: str = ""  # "past" when the question asks about something done
     venue: bool | None = None  # place questions: a stadium (True), a city (False), either (None)
+    subject: str | None = None  # the team doing what a team question asks ("who did Spain beat")
+    quals: list[tuple[str, frozenset[str]]] = field(
+        default_factory=list
+    )  # ("stage"|"year"|"opponent", values)
+    phrasal: dict[str, str] = field(default_factory=dict)  # verb stem -> its particle ("sent off")
 
 
 def _qwords(q: str) -> list[str]:
@@ -381,8 +406,11 @@ def analyse_question(question: str) -> Question:
     team = None
     if role:
         for i, w in enumerate(low):
-            if w in _COUNTRIES and any(x in _ROLE_OF for x in low[i + 1 : i + 3]):
-                team = w
+            owner = _team_of(w)
+            if owner and any(x in _ROLE_OF for x in low[i + 1 : i + 3]):
+                team = owner  # "England manager", "Argentina's goalkeeper", "Argentine keeper"
+            elif w in _ROLE_OF and i + 2 < len(low) and low[i + 1] in ("of", "for") and _team_of(low[i + 2]):
+                team = _team_of(low[i + 2])  # "the goalkeeper of Argentina"
     speaker: set[str] = set()
     if kind == "quote":
         seg = quote_m.group(1) if quote_m else lq
@@ -408,9 +436,32 @@ def analyse_question(question: str) -> Question:
             priors = {"minute": 0.1, "date": 0.4, "year": 1.0, "clock": 0.1}
         elif re.search(r"\b(is|will|does|do)\b", lq):
             priors = {"minute": 0.2, "date": 1.0, "year": 0.3, "clock": 0.8}
+    # A stage named in a qualifier is checked as a stage ("last 16" is "round of 16"), not
+    # as words.
+    for a, b in _stage_spans(q):
+        for w in _qwords(q[a:b]):
+            for t in _word_stems(w):
+                if t in terms:
+                    terms[t] = 0.0
+    # A verb and its particle ("sent off", "set up") say one thing: the verb matches only
+    # with the particle after it, and the particle alone says nothing.
+    phrasal = {}
+    for m in re.finditer(r"\b([a-z][\w-]+) (off|out|on|up|down|away|back)\b", lq):
+        if m.group(1) not in STOP_WORDS and m.group(1) not in _QW and term(m.group(1)) in terms:
+            phrasal[term(m.group(1))] = m.group(2)
+            if term(m.group(2)) in terms:
+                terms[term(m.group(2))] = 0.0
+    subject = None
+    if kind == "team":
+        m = re.search(r"\b(?:did|will|does|do|has|have|had|would|could|can)\s+(\w+(?: \w+)?)", lq)
+        if m:
+            subject = next((t for t in (m.group(1), m.group(1).split()[0]) if t in _COUNTRIES), None)
     return Question(
         text=q,
         kind=kind,
+        subject=subject,
+        quals=_qualifiers(q),
+        phrasal=phrasal,
         terms=terms,
         anchors=anchors,
         exclude=exclude,
@@ -433,6 +484,153 @@ def analyse_question(question: str) -> Question:
     )
 
 
+# --- qualifiers and owners -------------------------------------------------------------
+# A demonym names its country's team ("the Argentine goalkeeper").
+_DEMONYM_TEAM = {
+    "argentine": "argentina",
+    "argentinian": "argentina",
+    "english": "england",
+    "french": "france",
+    "spanish": "spain",
+    "german": "germany",
+    "dutch": "netherlands",
+    "swiss": "switzerland",
+    "welsh": "wales",
+    "scottish": "scotland",
+    "irish": "ireland",
+    "american": "usa",
+    "brazilian": "brazil",
+    "portuguese": "portugal",
+    "italian": "italy",
+    "croatian": "croatia",
+    "moroccan": "morocco",
+    "mexican": "mexico",
+    "japanese": "japan",
+    "egyptian": "egypt",
+    "uruguayan": "uruguay",
+}
+
+
+def _team_of(w: str) -> str | None:
+    """The country a folded word names as a team ("england", "argentina's", "argentine")."""
+    w = _fold(_core(w))
+    if w in _COUNTRIES:
+        return w
+    return _DEMONYM_TEAM.get(w)
+
+
+# Stages of a tournament, said in several ways; "final" is not "semi-final" nor "the final
+# whistle". A stage named in the question must be named by the sentence the answer comes from.
+_NOT_FINAL = (
+    r"whistle|minutes?|stages?|third|ball|seconds?|moments?|two|three|five|ten|half|half-hour|score|act|touch|"
+    r"kick|day|word|result|push|period|quarter|phase|chapter|flourish|product|pass|throw|hurdle|say|\d+"
+)
+_STAGE_RES = [
+    ("r32", re.compile(r"\bround[- ]of[- ](?:32|thirty-two)\b|\blast[- ](?:32|thirty-two)\b", re.I)),
+    ("r16", re.compile(r"\bround[- ]of[- ](?:16|sixteen)\b|\blast[- ](?:16|sixteen)\b", re.I)),
+    ("qf", re.compile(r"\bquarter[- ]?finals?\b|\blast[- ]eight\b", re.I)),
+    ("sf", re.compile(r"\bsemi[- ]?finals?\b|\blast[- ]four\b", re.I)),
+    ("3rd", re.compile(r"\bthird[- ]place\b|\bbronze[- ]medal (?:match|game)\b", re.I)),
+    ("group", re.compile(r"\bgroup[- ](?:stage|phase|games?|matche?s?)\b|\bgroup [A-L]\b", re.I)),
+    (
+        "final",
+        re.compile(rf"(?<![\w-])(?<!semi )(?<!quarter )finals?\b(?![- ](?:{_NOT_FINAL})\b)", re.I),
+    ),
+]
+
+
+def _stage_spans(q: str) -> list[tuple[int, int]]:
+    """Where the question's qualifier phrases name a stage."""
+    out: list[tuple[int, int]] = []
+    for m in _QUAL_PREP.finditer(q):
+        for _k, rx in _STAGE_RES:
+            out.extend((m.start(2) + x.start(), m.start(2) + x.end()) for x in rx.finditer(m.group(2)))
+    return out
+
+
+@lru_cache(maxsize=20_000)
+def _stages(text: str) -> frozenset[str]:
+    return frozenset(k for k, rx in _STAGE_RES if rx.search(text))
+
+
+_QUAL_PREP = re.compile(
+    r"\b(in|at|during|against|versus|vs\.?|v|over|before|after|since|from)\s+(.+?)(?=\s+\b(?:in|at|during|against|versus|vs|over|before|after|since|from|and|when|while|to)\b|[?.!,]|$)",
+    re.I,
+)
+
+
+def _qualifiers(q: str) -> list[tuple[str, frozenset[str]]]:
+    """Prepositional phrases that pick one event out of several: a stage ("in the round of
+    16"), a year ("in 1986") or an opponent ("against Egypt")."""
+    out: list[tuple[str, frozenset[str]]] = []
+    for m in _QUAL_PREP.finditer(q):
+        prep, phrase = m.group(1).lower(), m.group(2)
+        st = _stages(phrase)
+        if st:
+            out.append(("stage", st))
+            continue
+        years = re.findall(r"\b(1[89]\d\d|20\d\d)\b", phrase)
+        if years:
+            out.append(("year", frozenset(years)))
+            continue
+        if prep in ("against", "versus", "vs", "vs.", "v", "over"):
+            names = [w for w in _qwords(phrase) if w[:1].isupper()]
+            if names:
+                out.append(("opponent", frozenset(term(_fold(_core(w))) for w in names)))
+    return out
+
+
+@lru_cache(maxsize=20_000)
+def _stage_spans_in(text: str) -> tuple[tuple[int, int, str], ...]:
+    out: list[tuple[int, int, str]] = []
+    for k, rx in _STAGE_RES:
+        out.extend((x.start(), x.end(), k) for x in rx.finditer(text))
+    return tuple(out)
+
+
+def _qual_match(kind: str, vals: frozenset[str], s: Any, at: tuple[int, int] | None = None) -> bool:
+    """Whether sentence ``s`` states the qualifier; for a stage and a mention at ``at``, the
+    stage named nearest the mention ("defeat England in the semi-final, setting up a final")."""
+    if kind == "stage":
+        spans = _stage_spans_in(s.text)
+        if at is None or len({k for _, _, k in spans}) < 2:
+            return any(k in vals for _, _, k in spans)
+        a, b = at
+        near = min(spans, key=lambda x: max(x[0] - b, a - x[1], 0))
+        return near[2] in vals
+    if kind == "year":
+        return any(v in s.text for v in vals)
+    return all(v in s.pos_of for v in vals)
+
+
+# A sentence whose verb another team does ("Argentina defeat England": who did Spain beat?).
+AGENT_MISS = 0.0
+# The answer's sentences must hold at least this share of all the question asks, counting
+# words no passage holds (nothing says who was "booked": no name is the answer).
+MIN_AREL = 0.4
+_NAME_KINDS = frozenset(
+    {"person", "team", "club"}
+)  # other kinds are held to their type (a minute, a distance)
+_COUNTRIES_SET = {c: c for c in _COUNTRIES}
+# A sentence lacking a qualifier the question states says something about another event.
+QUAL_MISS = 0.0
+QUAL_PREV = 0.6
+
+
+def _qual_fit(q: Question, s: Any, at: tuple[int, int] | None = None) -> float:
+    fit = 1.0
+    for kind, vals in q.quals:
+        if _qual_match(kind, vals, s, at):
+            continue
+        if kind == "stage" and _stage_spans_in(s.text):
+            fit *= QUAL_MISS  # it names another stage
+        elif s.prev is not None and kind != "year" and _qual_match(kind, vals, s.prev):
+            fit *= QUAL_PREV  # "Argentina's comeback ... The same stadium saw (it) against Egypt"
+        else:
+            fit *= QUAL_MISS
+    return fit
+
+
 _QW = frozenset(
     "who whom whose what which when where why how did does do was were is are the a an in on at of "
     "for to and has have had will would can could tell me".split()
@@ -453,6 +651,7 @@ class _Sent:
     pos_of: dict[str, list[int]] = field(default_factory=dict)  # term -> word indexes
     group_pos: dict[int, list[int]] = field(default_factory=dict)  # synonym group -> word indexes
     rel: float = 0.0
+    arel: float = 0.0  # share of all the question's weight, counting words no passage holds
     match_idx: list[int] = field(default_factory=list)  # word indexes matching the question
     lead: bool = False
     prev: _Sent | None = None
@@ -586,22 +785,33 @@ def _score_relevance(q: Question, sents: list[_Sent]) -> None:
     groups = {t: _STEM_SYN.get(t, frozenset()) for t in weights}
     # A word found in no sentence (nor its synonyms) cannot tell sentences apart.
     seen_groups = {g for s in sents for g in s.group_pos}
+    all_weights = weights
     weights = {t: w for t, w in weights.items() if df.get(t) or groups[t] & seen_groups} or weights
     # Question words that say one thing ("winning goal scored") count once: a concept is
     # a set of terms sharing a synonym group, worth its heaviest term.
     concept: dict[str, int] = {}
-    for t in weights:
+    for t in all_weights:
         concept[t] = next((concept[u] for u in concept if groups[t] & groups[u]), len(set(concept.values())))
     top_w: dict[int, float] = defaultdict(float)
     for t, w in weights.items():
         top_w[concept[t]] = max(top_w[concept[t]], w)
     total = sum(top_w.values())
+    all_w: dict[int, float] = defaultdict(float)
+    for t, w in all_weights.items():
+        all_w[concept[t]] = max(all_w[concept[t]], w)
+    # Qualifiers ("in the round of 16") are part of what is asked: they count towards the
+    # absolute relevance as one concept each, weighted by how rare they are.
+    qual_w: list[tuple[str, frozenset[str], float]] = []
+    for kind, vals in q.quals:
+        dfq = sum(1 for s in sents if _qual_match(kind, vals, s))
+        qual_w.append((kind, vals, max(0.3, math.log((n + 1) / (dfq + 0.5)))))
+    total_all = sum(all_w.values()) + sum(w for _, _, w in qual_w)
     for s in sents:
         got: dict[int, float] = defaultdict(float)
         idx: list[int] = []
         for t, w in weights.items():
             c = concept[t]
-            hit = s.pos_of.get(t)
+            hit = _term_hits(q, s, t)
             if hit:
                 got[c] = max(got[c], w)
                 idx.extend(hit)
@@ -610,12 +820,22 @@ def _score_relevance(q: Question, sents: list[_Sent]) -> None:
             if syn:
                 got[c] = max(got[c], w * SYN_WEIGHT)
                 idx.extend(syn)
-            if s.prev is not None and t in s.prev.pos_of:
+            if s.prev is not None and _term_hits(q, s.prev, t):
                 got[c] = max(
                     got[c], w * (SYN_WEIGHT if syn else 0.0) + 0.4 * w * (1.0 - (SYN_WEIGHT if syn else 0.0))
                 )
         s.match_idx = idx
         s.rel = min(1.0, sum(got.values()) / total) if total > 0 else 0.0
+        qgot = sum(w for kind, vals, w in qual_w if _qual_match(kind, vals, s))
+        s.arel = min(1.0, (sum(got.values()) + qgot) / total_all) if total_all > 0 else 0.0
+
+
+def _term_hits(q: Question, s: _Sent, t: str) -> list[int]:
+    hit = s.pos_of.get(t, [])
+    if hit and t in q.phrasal:  # "sent off": "sent England home" does not say it
+        p = q.phrasal[t]
+        hit = [i for i in hit if any(s.text[x:y].lower() == p for x, y in s.words[i + 1 : i + 4])]
+    return hit
 
 
 # --- candidates ------------------------------------------------------------------------
@@ -934,25 +1154,132 @@ def _event_fit(q: Question, m: _Mention) -> float:
     return 1.5 if best[1] in q.events else 0.15
 
 
-def _role_fit(q: Question, m: _Mention) -> float:
-    if not q.role:
-        return 1.0
+# Roles a question may ask for by name ("who was the referee"): the answer must be shown in
+# that role, by a role noun next to it ("England goalkeeper Jordan Pickford", "Kane, the
+# England captain") or by what the role does ("the ball past Emiliano Martinez" is the
+# goalkeeper). "player"/"star" name no particular role.
+_UNREQUIRED_ROLES = frozenset({"player"})
+# Roles whose owner is the one team a sentence names ("Argentina ..., with Fernandez
+# equalising"); a goalkeeper beaten in a sentence naming one team is the other team's.
+_SENTENCE_OWNER = frozenset({"scorer", "substitute"})
+_SHOT = re.compile(
+    r"\b(?:ball|shot|strike|header|effort|finish|drive|volley|penalty|spot-kick|free-kick|lob|chip|it)\b",
+    re.I,
+)
+_IMPLIED_BEFORE = {
+    "goalkeeper": re.compile(
+        r"\b(?:past|beyond|around|beat|beating|beats|lobbed|lobbing|chipped|chipping|rounded|rounding)\s+$|"
+        r"\b(?:save|saves)\s+(?:from|by)\s+$",
+        re.I,
+    ),
+    "defender": re.compile(
+        r"\b(?:in\s+front\s+of|ahead\s+of|between|away\s+from|the\s+better\s+of|above|outjumped|outmuscled|"
+        r"shrugged\s+off|skipped\s+past|ghosted\s+past|burst\s+past|marker)\s+$",
+        re.I,
+    ),
+}
+_IMPLIED_AFTER = {
+    "goalkeeper": re.compile(
+        r"^(?:\s+(?:saved|saves|parried|palmed|tipped|clawed|denied|was\s+beaten|was\s+rounded)\b|"
+        r"\s+made\s+(?:\w+\s+){0,2}saves?\b|['’]s?\s+(?:\w+\s+)?saves?\b)",
+        re.I,
+    ),
+    "defender": re.compile(
+        r"^(?:['’]s?\s+(?:\w+\s+)?(?:clearance|tackle|block|interception|challenge)\b|"
+        r"\s+(?:cleared|blocked|tackled|intercepted|fouled|marked)\b)",
+        re.I,
+    ),
+    "substitute": re.compile(
+        r"^\s+(?:came|comes|come|coming)\s+(?:on|off\s+the\s+bench)\b|^\s+was\s+introduced\b", re.I
+    ),
+    "manager": re.compile(
+        r"^['’]s?\s+(?:side|team|men|squad|tactics|charges|selection|substitutions?)\b", re.I
+    ),
+}
+_APPOSED = frozenset(
+    "is was as the a an his their its former veteran new stand-in regular first-choice".split()
+)
+
+
+def _role_evidence(role: str, m: _Mention) -> tuple[int, str | None]:
+    """How a sentence shows the mention in ``role``: 2 a role noun apposed to it, 1 what the
+    role does, 0 not at all; and the team it names as the role's owner ("England captain")."""
     s = m.sent
+    t = s.text
     i0 = _word_index(s, m.a)
     i1 = _word_index(s, max(m.a, m.b - 1))
-    lows = [s.text[a:b].lower() for a, b in s.words]
-    fit = 1.0
-    for i in range(max(0, i0 - 2), i0):
-        if _ROLE_OF.get(lows[i]) == q.role:
-            fit = 2.5
-            owner = _fold(_core(s.text[s.words[i - 1][0] : s.words[i - 1][1]])) if i > 0 else ""
-            if owner in _COUNTRIES or owner.endswith("'s") and _fold(_core(owner)) in _COUNTRIES:
-                if q.team:
-                    fit *= 1.6 if owner == q.team else 0.25
-    for i in range(i1 + 1, min(len(lows), i1 + 5)):
-        if _ROLE_OF.get(lows[i]) == q.role:
-            fit = max(fit, 2.0)
-    return fit
+
+    def low(i: int) -> str:
+        return _fold(_core(t[s.words[i][0] : s.words[i][1]]))
+
+    j = i0 - 1
+    if j >= 0 and _ROLE_OF.get(low(j)) == role and t[s.words[j][1] : m.a] in (" ", ", "):
+        owner = _team_of(low(j - 1)) if j > 0 else None
+        return 2, owner
+    for k in range(i1 + 1, min(len(s.words), i1 + 6)):
+        if _ROLE_OF.get(low(k)) != role:
+            continue
+        between = t[m.b : s.words[k][0]]
+        if not re.fullmatch(r"(?:['’]s)?\s*,?\s*(?:[\w'’-]+\s+){0,3}", between):
+            break
+        ws = [w for w in _qwords(between) if w not in ("s",)]
+        if all(_fold(w) in _APPOSED or w[:1].isupper() or _team_of(w) for w in ws):
+            owner = next((_team_of(w) for w in ws if _team_of(w)), None)
+            return 2, owner
+        break
+    if role in ("scorer",):
+        for i in range(max(0, i0 - 6), min(len(s.stems), i1 + 7)):
+            if any(x in _EVENT_OF and _EVENT_OF[x] in ("win", "equal", "open") for x in s.stems[i]) or (
+                _STEM_SYN.get(next(iter(s.stems[i]), ""), frozenset()) & _STEM_SYN[term("goal")]
+            ):
+                return 1, None
+    before = _IMPLIED_BEFORE.get(role)
+    if before is not None and before.search(t[: m.a]):
+        shot = bool(_SHOT.search(t[max(0, m.a - 60) : m.a]))
+        if role != "goalkeeper" or shot or "save" in t[max(0, m.a - 12) : m.a].lower():
+            return 1, None
+    after = _IMPLIED_AFTER.get(role)
+    if after is not None and after.search(t[m.b :]):
+        return 1, None
+    return 0, None
+
+
+def _role_fits(q: Question, ments: list[_Mention], resolve: dict[int, str]) -> dict[int, float]:
+    """Per mention: how well it fills the role the question names (0: it does not).
+
+    The role noun (or what the role does) must be shown next to the candidate; with an owner
+    ("England's goalkeeper") the candidate must be shown somewhere as that team's, and never
+    as another's."""
+    if not q.role:
+        return {}
+    ev = {id(m): _role_evidence(q.role, m) for m in ments if m.kind == "name"}
+    owners: dict[str, set[str]] = defaultdict(set)
+    for m in ments:
+        if m.kind == "name" and ev[id(m)][1]:
+            owners[resolve.get(id(m), m.key)].add(ev[id(m)][1])  # type: ignore[arg-type]
+    if q.role in _SENTENCE_OWNER:  # "Argentina ..., with Enzo Fernandez equalising": Argentina's
+        for m in ments:
+            if m.kind == "name" and ev[id(m)][0] > 0:
+                teams = {
+                    w for w in (_fold(_core(m.sent.text[a:b])) for a, b in m.sent.words) if w in _COUNTRIES
+                }
+                if len(teams) == 1:
+                    owners[resolve.get(id(m), m.key)].update(teams)
+    required = q.role not in _UNREQUIRED_ROLES
+    out: dict[int, float] = {}
+    for m in ments:
+        if m.kind != "name":
+            continue
+        level, _ = ev[id(m)]
+        fit = {2: 2.5, 1: 1.0, 0: 0.0 if required else 1.0}[level]
+        if q.team and fit > 0:
+            known = owners.get(resolve.get(id(m), m.key), set())
+            if q.team in known:
+                fit *= 1.6
+            elif known or required:
+                fit = 0.0  # another team's, or nobody says whose
+        out[id(m)] = fit
+    return out
 
 
 _TYPE_FIT = {
@@ -976,6 +1303,30 @@ _FUTURE = re.compile(
     r"\b(?:will|won't|shall|must|scheduled|set to|going to|next|upcoming|looking ahead|heads? to|awaits?)\b",
     re.I,
 )
+
+
+def _agent_fit(q: Question, m: _Mention) -> float:
+    """ "Who did Spain beat": the sentence must say the verb (or a synonym), with Spain or the
+    candidate on either side of it and no other team: in "Argentina ... defeat England ...,
+    setting up a final with Spain" the defeat is Argentina's, and England's."""
+    if not q.subject or m.kind != "name":
+        return 1.0
+    s = m.sent
+    preds = [i for i in s.match_idx if not any(a in s.stems[i] for a in q.anchors)]
+    if not preds:
+        return AGENT_MISS if any(w > 0 and t not in q.anchors for t, w in q.terms.items()) else 1.0
+    i0 = _word_index(s, m.a)
+    i = min(preds, key=lambda p: abs(p - i0))  # the verb nearest the candidate
+    mine = set(m.key.split())
+    ok = {q.subject} | mine
+    for rng in (range(i - 1, max(-1, i - 16), -1), range(i + 1, min(len(s.words), i + 13))):
+        for j in rng:
+            w = _fold(_core(s.text[s.words[j][0] : s.words[j][1]]))
+            if w in _COUNTRIES:
+                if w not in ok:
+                    return AGENT_MISS
+                break
+    return 1.0
 
 
 def _anchor_fit(q: Question, s: _Sent) -> float:
@@ -1245,6 +1596,17 @@ def _short_answer(q: Question, sents: list[_Sent], articles: int) -> AnswerBlock
         m.etype = _name_type(m, known_places)
         if m.etype in ("person", "other") and m.key in placed:
             m.etype = "place"
+    resolve = _resolve_names(ments)
+    role_fit = _role_fits(q, ments, resolve)
+    # Only sentences that show the asked role and state the question's qualifiers vote: a
+    # name frequent elsewhere in the coverage is no answer to what these sentences do not say.
+    ments = [
+        m
+        for m in ments
+        if role_fit.get(id(m), 1.0) > 0 and _qual_fit(q, m.sent, (m.a, m.b)) > 0 and _agent_fit(q, m) > 0
+    ]
+    if not ments:
+        return None
     cand_sents = {id(m.sent): m.sent for m in ments}
     maxrel = max(s.rel for s in cand_sents.values())
     for m in ments:
@@ -1270,7 +1632,9 @@ def _short_answer(q: Question, sents: list[_Sent], articles: int) -> AnswerBlock
             * _proximity(m)
             * typefit
             * _event_fit(q, m)
-            * _role_fit(q, m)
+            * role_fit.get(id(m), 1.0)
+            * _qual_fit(q, m.sent, (m.a, m.b))
+            * _agent_fit(q, m)
             * _tense_fit(q, m)
             * _anchor_fit(q, m.sent)
             * lead
@@ -1278,11 +1642,16 @@ def _short_answer(q: Question, sents: list[_Sent], articles: int) -> AnswerBlock
     ments = [m for m in ments if m.score > 0]
     if not ments:
         return None
-    resolve = _resolve_names(ments)
     clusters = _cluster(ments, place_rel, resolve)
     if not clusters or clusters[0].score <= 0:
         return None
     win = clusters[0]
+    # The answer must come from a sentence that states the question's qualifiers ("in the
+    # round of 16") and says enough of what it asks.
+    if q.kind in _NAME_KINDS and max(m.sent.arel for m in win.mentions) < MIN_AREL:
+        return None
+    if q.quals and not any(_qual_fit(q, m.sent, (m.a, m.b)) >= 1.0 for m in win.mentions):
+        return None  # only the sentences around it state the qualifier
     best = _display_mention(win)
     text = best.surface
     if q.plural and best.kind == "name":

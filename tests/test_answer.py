@@ -336,3 +336,117 @@ def test_seed_acceptance(seed_engine) -> None:
     assert a.conflicts == []
     a = run("who won the 1930 final")
     assert a.text is None and a.sentences == []
+
+
+# --- the asked role, the question's qualifiers, and votes only from sentences that say it --
+# Messi is named everywhere; he is the answer to none of these.
+COVERAGE = {
+    "a": "Lionel Messi inspired Argentina to a 2-1 win over England in the semi-final. Messi provided both assists.",
+    "b": "Argentina beat England 2-1 in the semi-final. Messi was everywhere, and Lionel Messi set up the winner.",
+    "c": "Anthony Gordon guided the ball past Emiliano Martinez to give England the lead. Messi replied.",
+    "d": "England goalkeeper Jordan Pickford could not stop Lautaro Martinez. Messi celebrated with the fans.",
+    "e": "Argentina coach Lionel Scaloni praised Messi. Harry Kane, the England captain, was gutted.",
+}
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "who was the referee",  # no article names one
+        "who is the Spain coach",  # the only coach named is Argentina's
+        "who is Argentina's captain",  # the only captain named is England's
+        "who is Argentina's goalkeeper",  # Martinez is beaten, but no article says whose keeper he is
+    ],
+)
+def test_rule1_role_nobody_is_shown_in_gives_no_short_answer(question: str) -> None:
+    block = ask(question, COVERAGE)
+    assert block.text is None
+
+
+def test_rule1_role_shown_by_apposition_with_its_owner() -> None:
+    assert ask("who is England's goalkeeper", COVERAGE).text == "Jordan Pickford"
+    assert ask("who is the England keeper", COVERAGE).text == "Jordan Pickford"  # a synonym
+    assert ask("who is England's captain", COVERAGE).text == "Harry Kane"  # "Kane, the England captain"
+    assert ask("who is the Argentina manager", COVERAGE).text == "Lionel Scaloni"  # coach = manager
+
+
+def test_rule1_role_shown_by_what_it_does() -> None:
+    # Beaten by "the ball past" him: a goalkeeper, whichever team the question does not ask.
+    assert ask("which goalkeeper did Gordon beat", COVERAGE).text == "Emiliano Martinez"
+    docs = {"a": "Gordon burst into the box, getting in front of Nahuel Molina to score. Messi watched."}
+    assert ask("which defender did Gordon get in front of", docs).text == "Nahuel Molina"
+
+
+def test_rule1_owner_must_be_stated_somewhere_for_that_person() -> None:
+    docs = {
+        "b": "Manager Lionel Scaloni pushed his team forward. Manager Thomas Tuchel sat deep.",
+        "c": "England manager Thomas Tuchel defended his tactics.",
+    }
+    assert ask("who is the England manager", docs).text == "Thomas Tuchel"
+    assert ask("who is Argentina's manager", docs).text is None  # nobody says whose Scaloni is
+    docs["a"] = "Argentina coach Lionel Scaloni was delighted."
+    assert ask("who is Argentina's manager", docs).text == "Lionel Scaloni"
+    assert ask("who is the manager of Argentina", docs).text == "Lionel Scaloni"
+
+
+ROUNDS = {
+    "a": "Argentina beat England 2-1 in the semi-final in Atlanta.",
+    "b": "Argentina defeated England in Wednesday's semifinal, setting up a final showdown with Spain.",
+    "c": "Argentina's stunning 2-0 comeback against Egypt came in the round of 16.",
+    "d": "Argentina beat England and now face Spain. Messi, 39, was superb against England.",
+    "e": "Spain, who dismantled France 2-0 in Tuesday's semifinal, await.",
+}
+
+
+def test_rule2_stage_in_the_question_picks_the_event() -> None:
+    assert ask("who did Argentina beat", ROUNDS).text == "England"
+    assert ask("who did Argentina beat in the round of 16", ROUNDS).text == "Egypt"
+    assert ask("which team did Argentina knock out in the last 16", ROUNDS).text == "Egypt"  # same stage
+    assert ask("who did Argentina beat in the semi-final", ROUNDS).text == "England"
+
+
+def test_rule2_no_sentence_states_the_stage_no_short_answer() -> None:
+    assert ask("who did Argentina beat in the quarter-final", ROUNDS).text is None
+    # "b" names the final, but nearest Spain; what Argentina beat there was a semi-final.
+    assert ask("who did Argentina beat in the final", ROUNDS).text is None
+
+
+def test_rule2_year_and_opponent_qualifiers() -> None:
+    docs = {
+        "a": "Diego Maradona scored twice against England in 1986.",
+        "b": "Lionel Messi scored against Australia in 2022. Messi scored against England in 2026.",
+        "c": "Messi scored again. Messi is 39.",
+    }
+    assert ask("who scored against England in 1986", docs).text == "Diego Maradona"
+    assert ask("who scored against Australia", docs).text == "Lionel Messi"
+    assert ask("who scored against Brazil", docs).text is None  # a name no passage holds
+
+
+def test_rule2_qualifiers_are_read_from_prepositional_phrases() -> None:
+    assert analyse_question("who did Argentina beat in the round of 16").quals == [
+        ("stage", frozenset({"r16"}))
+    ]
+    assert analyse_question("who did they knock out in the last 16").quals == [("stage", frozenset({"r16"}))]
+    assert analyse_question("who won in the semifinal").quals == [("stage", frozenset({"sf"}))]
+    assert analyse_question("who scored in 1986").quals == [("year", frozenset({"1986"}))]
+    assert analyse_question("what was the score against Egypt").quals == [("opponent", frozenset({"egypt"}))]
+    assert analyse_question("how did Messi celebrate at the final whistle").quals == []
+    assert analyse_question("who scored in the final five minutes").quals == []
+
+
+def test_rule3_frequent_name_is_no_answer_to_what_its_sentences_do_not_say() -> None:
+    for q in ("who was booked", "who was sent off", "who officiated the match"):
+        assert ask(q, COVERAGE).text is None, q
+    docs = dict(COVERAGE, f="Referee Szymon Marciniak booked Cristian Romero. Messi argued with him.")
+    assert ask("who was the referee", docs).text == "Szymon Marciniak"
+    # "sent England home" is not "sent off".
+    docs = dict(COVERAGE, g="Lautaro Martinez's header sent England home. Messi wept.")
+    assert ask("who was sent off", docs).text is None
+
+
+def test_rule3_votes_only_from_sentences_whose_verb_is_the_asked_teams() -> None:
+    # Four articles say Argentina beat England in the semi-final (with Spain next); one says
+    # what Spain did. The frequent England is no answer for Spain.
+    docs = dict(ROUNDS)
+    docs["f"] = "Argentina beat England in the semi-final to set up a date with Spain."
+    assert ask("who did Spain beat in the semi-final", docs).text == "France"
