@@ -23,7 +23,7 @@ from .backends import Backend, DocRecord, WriteBatch
 from .errors import DocumentNotFoundError, IndexFormatError, IndexMissingError, IngestError, QueryError
 from .fusion import RRF_K, Fusion, Mode, convex, rrf
 from .rerank import RERANK_DEPTH, rerank
-from .text import analyze_spans, has_searchable_text, query_terms
+from .text import has_searchable_text, query_terms
 from .types import Answer, Article, Hit, Passage
 from .vocab import expand
 
@@ -441,7 +441,6 @@ class Engine:
         den_rank = {pid: i for i, (pid, _) in enumerate(den, 1)}
         lex_score = dict(lex)
         den_score = dict(den)
-        qterms = set(terms)
         hits: list[Hit] = []
         seen_groups: dict[str, Hit] = {}
         for pid, score in fused:
@@ -468,7 +467,7 @@ class Engine:
                 dense_rank=den_rank.get(pid),
                 bm25_score=lex_score.get(pid),
                 dense_score=den_score.get(pid),
-                terms=sorted({t for t, _, _ in analyze_spans(p.text)} & qterms),
+                terms=list(terms),
             )
             if rec is not None:
                 seen_groups.setdefault(rec.duplicate_of or rec.id, hit)

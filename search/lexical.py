@@ -183,9 +183,18 @@ class LexicalIndex:
     def doc_count(self) -> int:
         return int(self._reader.doc_count())
 
+    @property
+    def _stats(self) -> ExactBM25:
+        # One per generation: its idf cache stays valid because a generation never changes
+        # (looking a term up in every whoosh segment cost ~0.5 ms a term at 100k passages).
+        st = self.__dict__.get("_stats_cache")
+        if st is None:
+            st = self.__dict__["_stats_cache"] = self._weighting()
+        return st
+
     def idf(self, text: str) -> float:
         """The BM25 idf of one term, from the same exact statistics the scorer uses."""
-        return self._weighting().stats(self._reader, text)[0]
+        return self._stats.stats(self._reader, text)[0]
 
     # -- the fast path -----------------------------------------------------------------
     def _leaves(self) -> list[tuple[Any, int, np.ndarray, np.ndarray]]:
@@ -274,7 +283,7 @@ class LexicalIndex:
         weights: dict[str, float] = {t: float(c) for t, c in Counter(terms).items()}
         for t in expansions or []:
             weights.setdefault(t, expansion_weight)
-        stats = ExactBM25(self.correction, self.k1, self.b)
+        stats = self._stats
         k1, b = self.k1, self.b
         ids_parts: list[np.ndarray] = []
         score_parts: list[np.ndarray] = []

@@ -95,7 +95,7 @@ class Hit:
     dense_rank: int | None = None
     bm25_score: float | None = None
     dense_score: float | None = None
-    terms: list[str] = field(default_factory=list)  # matched query terms, for highlighting
+    terms: list[str] = field(default_factory=list)  # the query's analysed terms, for highlighting
     duplicates: list[str] = field(default_factory=list)  # ids of collapsed near-duplicate documents
 
     def to_dict(self) -> dict[str, Any]:
