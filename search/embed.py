@@ -294,6 +294,10 @@ class OnnxEmbedder:
         opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         opts.log_severity_level = 3
+        # Idle worker threads sleep instead of spinning: a spinning thread steals the other
+        # core from the rest of the query (BM25, fusion) and from other requests. Measured
+        # in the engine at 102k passages: hybrid p50 16.5 -> 15.0 ms, p95 26.1 -> 24.7 ms.
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
             self._session = ort.InferenceSession(
                 str(onnx_file), sess_options=opts, providers=["CPUExecutionProvider"]
