@@ -196,17 +196,24 @@ def index_cmd(
     """
     paths_l = list(paths) or [SEEDS]
     _require_paths(paths_l)
-    emb = _writer_embedder(workers)
-    try:
-        with _open(index_dir, create=True, backend=backend, uri=uri, embedder=emb) as engine:
-            report = _build(engine, paths_l, reset=True)
-    finally:
-        if emb is not None:
-            emb.close()
+    report = _write(index_dir, backend, uri, workers, paths_l, reset=True)
     if as_json:
         click.echo(json.dumps(report.to_dict()))
     else:
         _print_report(report, "indexed")
+
+
+def _write(
+    index_dir: str, backend: str, uri: str | None, workers: str | None, paths: list[str], reset: bool
+) -> Any:
+    """Open (or create) the index and add ``paths`` (``reset``: the index holds exactly these)."""
+    emb = _writer_embedder(workers)
+    try:
+        with _open(index_dir, create=True, backend=backend, uri=uri, embedder=emb) as engine:
+            return _build(engine, paths, reset=reset)
+    finally:
+        if emb is not None:
+            emb.close()
 
 
 def _require_paths(paths: list[str]) -> None:
@@ -228,13 +235,7 @@ def add_cmd(
     Unchanged articles are skipped. Example: search add new-reports/
     """
     _require_paths(list(paths))
-    emb = _writer_embedder(workers)
-    try:
-        with _open(index_dir, create=True, backend=backend, uri=uri, embedder=emb) as engine:
-            report = _build(engine, list(paths), reset=False)
-    finally:
-        if emb is not None:
-            emb.close()
+    report = _write(index_dir, backend, uri, workers, list(paths), reset=False)
     if as_json:
         click.echo(json.dumps(report.to_dict()))
     else:

@@ -80,7 +80,11 @@ def _cores() -> int:
 
 def save_vectors(path: Path, vectors: np.ndarray) -> None:
     """Write a segment's vectors atomically (temp file, then rename)."""
-    arr = np.ascontiguousarray(vectors, dtype=np.float32)
+    save_npy(path, np.ascontiguousarray(vectors, dtype=np.float32))
+
+
+def save_npy(path: Path, arr: np.ndarray) -> None:
+    """Write one numpy array atomically and durably (temp file, fsync, rename); no pickle."""
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "wb") as f:
         np.save(f, arr, allow_pickle=False)

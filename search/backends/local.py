@@ -48,7 +48,15 @@ from ..dedup import decode as dedup_decode
 from ..errors import IndexFormatError, IndexMissingError, WriterBusyError
 from ..text import analyze
 from ..types import Article, Passage
-from ..vectors import ANN_SUFFIX, VectorSegment, load_vectors, save_vectors, search_segments, write_ann
+from ..vectors import (
+    ANN_SUFFIX,
+    VectorSegment,
+    load_vectors,
+    save_npy,
+    save_vectors,
+    search_segments,
+    write_ann,
+)
 from . import DocRecord, WriteBatch
 
 log = logging.getLogger(__name__)
@@ -217,19 +225,10 @@ def _write_segment(
         (".sentoff.npy", np.asarray(sentoff, dtype=np.int64)),
         (".minhash.npy", np.asarray(minhash, dtype=np.uint32).reshape(len(articles), -1)),
     ):
-        save_vectors_like(Path(f"{base}{suffix}"), arr)
+        save_npy(Path(f"{base}{suffix}"), arr)
     save_vectors(gen_dir / f"{name}.npy", vectors)
     write_ann(gen_dir / f"{name}.npy", vectors)
     return len(spans)
-
-
-def save_vectors_like(path: Path, arr: np.ndarray) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        np.save(f, arr, allow_pickle=False)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 class Snapshot:
