@@ -249,6 +249,8 @@ class Question:
         default_factory=list
     )  # ("stage"|"year"|"opponent", values)
     phrasal: dict[str, str] = field(default_factory=dict)  # verb stem -> its particle ("sent off")
+    action: str | None = None  # a change of job the question asks about: appoint sack sign resign
+    holder: bool = False  # asks for the new/appointed holder of the role (not a caretaker)
 
 
 def _qwords(q: str) -> list[str]:
@@ -451,6 +453,15 @@ def analyse_question(question: str) -> Question:
             phrasal[term(m.group(1))] = m.group(2)
             if term(m.group(2)) in terms:
                 terms[term(m.group(2))] = 0.0
+    action = None
+    holder = False
+    if kind in ("person", "club"):
+        am = _ACTION_Q.search(lq)
+        if am and not (am.lastgroup == "appoint" and am.group(0) == "new" and not role):
+            action = am.lastgroup
+        # The new or appointed holder of a role: a caretaker, interim or former one is not it
+        # (unless the question asks for one).
+        holder = bool(role) and action == "appoint" and not any(w in _NOT_HOLDER for w in low)
     subject = None
     if kind == "team":
         m = re.search(r"\b(?:did|will|does|do|has|have|had|would|could|can)\s+(\w+(?: \w+)?)", lq)
@@ -462,6 +473,8 @@ def analyse_question(question: str) -> Question:
         subject=subject,
         quals=_qualifiers(q),
         phrasal=phrasal,
+        action=action,
+        holder=holder,
         terms=terms,
         anchors=anchors,
         exclude=exclude,
@@ -565,6 +578,8 @@ def _qualifiers(q: str) -> list[tuple[str, frozenset[str]]]:
     out: list[tuple[str, frozenset[str]]] = []
     for m in _QUAL_PREP.finditer(q):
         prep, phrase = m.group(1).lower(), m.group(2)
+        if prep == "over" and re.search(r"\b(?:take|takes|took|taken|taking)\s+$", q[: m.start()], re.I):
+            continue  # "take over as the new Valencia coach": a particle, not "beat ... over"
         st = _stages(phrase)
         if st:
             out.append(("stage", st))
@@ -1201,9 +1216,68 @@ _APPOSED = frozenset(
 )
 
 
-def _role_evidence(role: str, m: _Mention) -> tuple[int, str | None]:
+# Changes of job a question can ask about ("who did Wolves appoint", "who will be the new
+# Wolves manager", "who did Chelsea sack"): the candidate's sentence must say one of the
+# words of that kind. Appointing, succeeding and being "new" are one kind.
+_ACTIONS = {
+    "appoint": r"appoint\w*|unveil\w*|nam(?:e|es|ed|ing)|install\w*|hir(?:e|es|ed|ing)|confirm\w*|new|"
+    r"successor|succeed\w*|replac\w*|tak(?:e|es|en|ing) over|took over|takeover",
+    "sack": r"sack\w*|dismiss\w*|fir(?:e|ed|ing)|ax(?:e|ed|ing)|relieved|oust\w*|lost his job|parted company",
+    "sign": r"sign(?:s|ed|ing|ings)?|recruit\w*|captur\w*|bought|buy|buys|join\w*|snap\w* up|complet\w*|"
+    r"transfer\w*|switch\w*|move|moved",
+    "resign": r"resign\w*|quit\w*|step(?:s|ped)? down|walk(?:s|ed)? out|left|leaves?|leaving|depart\w*",
+}
+_ACTION_RE = {k: re.compile(rf"\b(?:{v})\b", re.I) for k, v in _ACTIONS.items()}
+# The question word for each (its other words are what sentences say).
+_ACTION_Q = re.compile(
+    r"\b(?P<appoint>appoint\w*|unveil\w*|hire[sd]?|install\w*|succeed\w*|replac\w*|new|take over|took over)\b|"
+    r"\b(?P<sack>sack\w*|fired|dismissed|axed)\b|"
+    r"\b(?P<sign>sign|signs|signed|buy|bought|recruit\w*)\b|"
+    r"\b(?P<resign>resign\w*|quit|quits|step(?:ped)? down)\b"
+)
+# Words that make someone not the (new) holder of a role: "caretaker boss Stuart Gray" is not
+# the man Wolves appointed; "the former Wolves manager" is not the new one.
+_NOT_HOLDER = frozenset(
+    "caretaker interim acting former ex temporary provisional stand-in outgoing departing sacked "
+    "assistant deputy".split()
+)
+# "Glenn Hoddle will be unveiled as the new Wolves manager", "Ranieri has been sacked as
+# Valencia coach", "unveil Harry Redknapp as their new manager": the role after "as".
+_AS_ROLE = re.compile(
+    r"(?:['’]s?)?\s*(?P<verb>(?:[a-z][\w'’-]*\s+){0,4}?)as\s+(?P<apos>(?:(?:the|their|its|his|a|an|new|permanent|"
+    r"full-time|"
+    + "|".join(sorted(_NOT_HOLDER))
+    + r"|[A-Z][\w'’.-]*|[\w-]+-year-old)\s+){0,4})(?P<role>[\w-]+)\b"
+)
+
+
+def _role_word(w: str) -> tuple[str | None, list[str]]:
+    """The role a folded word names, and its qualifiers ("caretaker-boss", "ex-manager")."""
+    if w in _ROLE_OF:
+        return _ROLE_OF[w], []
+    parts = w.split("-")
+    if len(parts) > 1 and parts[-1] in _ROLE_OF:
+        return _ROLE_OF[parts[-1]], parts[:-1]
+    return None, []
+
+
+def _not_holder(words: list[str], exclude: frozenset[str]) -> bool:
+    for w in words:
+        f = _fold(_core(w))
+        if f in exclude or any(p in exclude for p in f.split("-")[:-1]):
+            return True
+    return False
+
+
+def _role_evidence(
+    role: str, m: _Mention, action: str | None = None, exclude: frozenset[str] = frozenset()
+) -> tuple[int, str | None]:
     """How a sentence shows the mention in ``role``: 2 a role noun apposed to it, 1 what the
-    role does, 0 not at all; and the team it names as the role's owner ("England captain")."""
+    role does, 0 not at all; and the team it names as the role's owner ("England captain").
+
+    ``exclude``: qualifiers that say the mention is not the holder asked for ("caretaker
+    boss X" when the question asks who was appointed). ``action``: the change of job the
+    question asks about; "X ... as <role>" counts only when its verb says that change."""
     s = m.sent
     t = s.text
     i0 = _word_index(s, m.a)
@@ -1213,20 +1287,36 @@ def _role_evidence(role: str, m: _Mention) -> tuple[int, str | None]:
         return _fold(_core(t[s.words[i][0] : s.words[i][1]]))
 
     j = i0 - 1
-    if j >= 0 and _ROLE_OF.get(low(j)) == role and t[s.words[j][1] : m.a] in (" ", ", "):
-        owner = _team_of(low(j - 1)) if j > 0 else None
-        return 2, owner
+    if j >= 0 and t[s.words[j][1] : m.a] in (" ", ", "):
+        r, quals = _role_word(low(j))
+        if r == role:
+            if _not_holder(quals + [low(x) for x in range(max(0, j - 2), j)], exclude):
+                return 0, None
+            owner = _team_of(low(j - 1)) if j > 0 else None
+            return 2, owner
     for k in range(i1 + 1, min(len(s.words), i1 + 6)):
-        if _ROLE_OF.get(low(k)) != role:
+        r, quals = _role_word(low(k))
+        if r != role:
             continue
         between = t[m.b : s.words[k][0]]
         if not re.fullmatch(r"(?:['’]s)?\s*,?\s*(?:[\w'’-]+\s+){0,3}", between):
             break
         ws = [w for w in _qwords(between) if w not in ("s",)]
         if all(_fold(w) in _APPOSED or w[:1].isupper() or _team_of(w) for w in ws):
+            if _not_holder(quals + ws, exclude):
+                return 0, None
             owner = next((_team_of(w) for w in ws if _team_of(w)), None)
             return 2, owner
         break
+    am = _AS_ROLE.match(t, m.b)
+    if am and _role_word(_fold(am.group("role")))[0] == role:
+        r, quals = _role_word(_fold(am.group("role")))
+        apos = _qwords(am.group("apos"))
+        before = " ".join(_qwords(t[max(0, m.a - 40) : m.a])[-3:])
+        said = f"{before} {am.group('verb')} {am.group('apos')}"
+        if not _not_holder(quals + apos, exclude) and (action is None or _ACTION_RE[action].search(said)):
+            owner = next((_team_of(w) for w in apos if _team_of(w)), None)
+            return 2, owner
     if role in ("scorer",):
         for i in range(max(0, i0 - 6), min(len(s.stems), i1 + 7)):
             if any(x in _EVENT_OF and _EVENT_OF[x] in ("win", "equal", "open") for x in s.stems[i]) or (
@@ -1252,7 +1342,8 @@ def _role_fits(q: Question, ments: list[_Mention], resolve: dict[int, str]) -> d
     as another's."""
     if not q.role:
         return {}
-    ev = {id(m): _role_evidence(q.role, m) for m in ments if m.kind == "name"}
+    exclude = _NOT_HOLDER if q.holder else frozenset()
+    ev = {id(m): _role_evidence(q.role, m, q.action, exclude) for m in ments if m.kind == "name"}
     owners: dict[str, set[str]] = defaultdict(set)
     for m in ments:
         if m.kind == "name" and ev[id(m)][1]:
@@ -1327,6 +1418,29 @@ def _agent_fit(q: Question, m: _Mention) -> float:
                     return AGENT_MISS
                 break
     return 1.0
+
+
+def _action_fit(q: Question, m: _Mention) -> float:
+    """ "Who did Wolves appoint", "who did Chelsea sack": the candidate's sentence must say
+    that change of job (or a synonym); "Rangers manager Alex McLeish" is nobody's appointment."""
+    if not q.action or m.kind != "name":
+        return 1.0
+    s = m.sent
+    if not _ACTION_RE[q.action].search(s.text):
+        return 0.0
+    # ... and be about whom the question names ("who did Liverpool sack": not "Dundee United
+    # manager Ian McCall has won a reprieve from the sack"): here, in the sentence before or
+    # in the article's lead ("Ranieri has been sacked as Valencia coach. ... Antonio Lopez
+    # will take over as the new coach").
+    if not q.anchors:
+        return 1.0
+    ctx = [s, s.prev] if s.prev is not None else [s]
+    x = s.prev
+    while x is not None:
+        if x.lead:
+            ctx.append(x)
+        x = x.prev
+    return 1.0 if any(a in c.pos_of for c in ctx for a in q.anchors) else 0.0
 
 
 def _anchor_fit(q: Question, s: _Sent) -> float:
@@ -1603,7 +1717,10 @@ def _short_answer(q: Question, sents: list[_Sent], articles: int) -> AnswerBlock
     ments = [
         m
         for m in ments
-        if role_fit.get(id(m), 1.0) > 0 and _qual_fit(q, m.sent, (m.a, m.b)) > 0 and _agent_fit(q, m) > 0
+        if role_fit.get(id(m), 1.0) > 0
+        and _qual_fit(q, m.sent, (m.a, m.b)) > 0
+        and _agent_fit(q, m) > 0
+        and _action_fit(q, m) > 0
     ]
     if not ments:
         return None
@@ -1805,8 +1922,12 @@ def _outside_quotes(t: str) -> tuple[str, bool]:
     if "“" in out:
         out = out[: out.index("“")]
     if out.count('"') == 1:
+        # A lone straight quote opens a quotation ('Santini said: "My time ...') when it
+        # follows a space or the start; it closes one begun earlier ('... leave." he said')
+        # when it follows the quoted words. The speaker is on the other side.
         i = out.index('"')
-        out = out[i + 1 :] if t.strip().endswith(('."', '"')) is False else out[:i]
+        closing = i > 0 and not out[i - 1].isspace() and (i + 1 == len(out) or out[i + 1].isspace())
+        out = out[i + 1 :] if closing else out[:i]
     return out, quoted
 
 
@@ -1826,7 +1947,9 @@ def _speaker_fit(q: Question, s: _Sent) -> float:
     outside_words = {_fold(_core(w)) for w in _qwords(outside)}
     speaks = any(term(w) in _SPEECH for w in outside_words)
     if outside_words & q.speaker:
-        return 2.2 if quoted else (1.4 if speaks else 1.0)
+        # A quotation with no speech verb ("resigned for "personal reasons"") is a phrase
+        # the writer quotes, not something the speaker is reported to have said.
+        return (2.2 if speaks else 1.4) if quoted else (1.4 if speaks else 1.0)
     named = _names_in(outside) - _STARTS_CAP
     if quoted and named and speaks:
         return 0.3  # somebody else said it

@@ -450,3 +450,83 @@ def test_rule3_votes_only_from_sentences_whose_verb_is_the_asked_teams() -> None
     docs = dict(ROUNDS)
     docs["f"] = "Argentina beat England in the semi-final to set up a date with Spain."
     assert ask("who did Spain beat in the semi-final", docs).text == "France"
+
+
+# --- appointments, sackings and signings -------------------------------------------------
+WOLVES = {
+    "a": "Glenn Hoddle will be unveiled as the new Wolves manager on Tuesday. Hoddle worked "
+    "alongside Wolves caretaker boss Stuart Gray at Southampton.",
+    "b": "Wolves caretaker boss Stuart Gray took charge against Millwall. Gray said the players were ready.",
+}
+
+
+@pytest.mark.parametrize(
+    "question", ["who did Wolves appoint as manager", "who will be the new Wolves manager"]
+)
+def test_rule4_appointed_holder_not_the_caretaker(question: str) -> None:
+    b = ask(question, WOLVES)
+    assert b.text is not None and "Hoddle" in b.text
+
+
+def test_rule4_caretaker_is_the_answer_when_the_question_asks_for_one() -> None:
+    b = ask("who is the Wolves caretaker boss", WOLVES)
+    assert b.text is not None and "Gray" in b.text
+
+
+def test_rule4_team_appoints_x_as_role() -> None:
+    docs = {
+        "a": "Southampton are set to unveil Harry Redknapp as their new manager on Wednesday.",
+        "b": "Southampton manager Steve Wigley has been relieved of first-team duties.",
+    }
+    b = ask("who will be the new Southampton manager", docs)
+    assert b.text == "Harry Redknapp"
+    docs = {
+        "a": "The Scottish FA has appointed Tommy Burns as provisional caretaker-boss for the friendly.",
+        "b": "Former Rangers boss Walter Smith is favourite for the Scotland job.",
+    }
+    b = ask("who did the Scottish FA appoint as caretaker boss", docs)
+    assert b.text == "Tommy Burns"
+
+
+def test_rule4_former_in_another_role_does_not_disqualify_the_new_holder() -> None:
+    docs = {
+        "a": "Claudio Ranieri has been sacked as Valencia coach. Former assistant Antonio Lopez "
+        "will take over as the new coach."
+    }
+    assert "Lopez" in (ask("who will take over as the new Valencia coach", docs).text or "")
+    assert "Ranieri" in (ask("who was sacked as Valencia coach", docs).text or "")
+
+
+def test_rule4_question_verb_must_be_said_by_the_candidates_sentence() -> None:
+    q = analyse_question("who did Celtic appoint as manager")
+    assert q.action == "appoint" and q.holder
+    assert analyse_question("who did Chelsea sack").action == "sack"
+    assert analyse_question("who did Bolton sign from Roma").action == "sign"
+    assert analyse_question("who is the England manager").action is None
+    docs = {
+        "a": "It gave Rangers manager Alex McLeish his first victory at Celtic Park.",
+        "b": "Celtic manager Martin O'Neill praised his side's spirit.",
+    }
+    assert ask("who did Celtic appoint as manager", docs).text is None
+    docs = {"a": "Dundee United manager Ian McCall has won a reprieve from the sack."}
+    assert ask("who did Liverpool sack as manager", docs).text is None
+    docs = {
+        "a": "Chelsea have sacked Adrian Mutu after he failed a drugs test.",
+        "b": "Chelsea striker Didier Drogba scored twice against Blackburn.",
+    }
+    assert ask("who did Chelsea sack", docs).text == "Adrian Mutu"
+
+
+def test_take_over_is_not_an_opponent_qualifier() -> None:
+    assert analyse_question("who will take over as the new Valencia coach").quals == []
+    assert analyse_question("who scored in the win over Egypt").quals == [("opponent", frozenset({"egypt"}))]
+
+
+def test_quote_opened_by_a_lone_straight_quote_is_the_speakers() -> None:
+    docs = {
+        "a": 'Tottenham manager Jacques Santini has resigned for "personal reasons". Santini said: '
+        '"My time at Tottenham has been memorable and it is with deep regret that I take my leave. '
+        'I wish the club all the best."'
+    }
+    b = ask("what did Santini say about Tottenham", docs)
+    assert b.sentences and "memorable" in b.sentences[0].text
