@@ -30,7 +30,14 @@ stated in many articles, in sentences that match the question, wins the vote.
    c. "who did Spain beat": the sentence must say the verb or a synonym with no team
       other than Spain or the candidate beside it;
    d. for names, the winner's best sentence must hold 40% of all the question asks,
-      counting words no passage holds ("who was booked": nothing says booked).
+      counting words no passage holds ("who was booked": nothing says booked);
+   e. a change of job the question asks about ("who did Wolves appoint", "who will be the
+      new Wolves manager", "who did Chelsea sack", "who did Bolton sign") must be said by
+      the candidate's sentence (a synonym will do), about the team asked (here, the
+      sentence before or the article's lead); "X ... unveiled/appointed/sacked as the
+      (new) <team> <role>" and "<team> appoint X as <role>" show the role; "caretaker",
+      "interim", "former", "ex-" beside the role mean X is not the new holder, unless the
+      question asks for one.
 4. Mentions become clusters (a surname joins the full name it refers to; "stoppage time"
    joins "92nd minute"; "Sunday" joins "Sunday, July 19"; a stadium joins its city) and
    clusters vote: per article the best mention counts, summed over articles.
