@@ -7,19 +7,15 @@ The index is the seed articles built with the fake HashEmbedder, served with the
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import socket
-import subprocess
-import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from serving import ServerProcess
 
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = ROOT / "seeds"
@@ -125,52 +121,9 @@ def test_reads_keep_working_while_the_same_engine_writes(seed_index: Path, tmp_p
 
 
 # -- the real server in a subprocess ---------------------------------------------------
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
+class Server(ServerProcess):
     def __init__(self, index: Path, token: str | None, log: Path) -> None:
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = log
-        env = {k: v for k, v in os.environ.items() if k != "SEARCH_API_TOKEN"}
-        env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONUNBUFFERED="1")
-        if token is not None:
-            env["SEARCH_API_TOKEN"] = token
-        cmd = [sys.executable, "-m", "search", "serve", "--port", str(self.port), "--index", str(index)]
-        self._err = open(log, "wb")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen(
-            [*cmd, "--embedder", "hash"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=self._err
-        )
-
-    def wait(self, timeout: float = 30.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited ({self.proc.returncode}): {self.stderr()}")
-            try:
-                if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.1)
-        raise RuntimeError(f"server did not answer /healthz in {timeout} s: {self.stderr()}")
-
-    def stderr(self) -> str:
-        self._err.flush()
-        return self.log.read_text(errors="replace")
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self._err.close()
+        super().__init__(index, log, token=token, extra=["--embedder", "hash"])
 
 
 @pytest.fixture(scope="module")

@@ -13,10 +13,6 @@ import html
 import os
 import re
 import shutil
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +20,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
+from serving import ServerProcess
 
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = ROOT / "seeds"
@@ -149,46 +146,11 @@ def test_the_article_page_escapes_everything(client: Any) -> None:
 
 
 # -- in Chromium --------------------------------------------------------------------------------
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class _Server:
+class _Server(ServerProcess):
     """``search serve`` with the real model on a copy of the seed index, on a loopback port."""
 
     def __init__(self, index: Path, log: Path) -> None:
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = log
-        env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONUNBUFFERED="1")
-        env["SEARCH_API_TOKEN"] = TOKEN
-        self._err = open(log, "wb")  # noqa: SIM115 - closed in stop()
-        cmd = [sys.executable, "-m", "search", "serve", "--port", str(self.port), "--index", str(index)]
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=self._err)
-
-    def wait(self, timeout: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited ({self.proc.returncode}): {self.log.read_text()}")
-            try:
-                if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.1)
-        raise RuntimeError(f"server did not answer /healthz in {timeout} s: {self.log.read_text()}")
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self._err.close()
+        super().__init__(index, log, token=TOKEN)
 
 
 @pytest.fixture(scope="module")
