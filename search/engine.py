@@ -108,12 +108,21 @@ class Engine:
         self.rrf_k = rrf_k
         self.collapse_duplicates = collapse_duplicates
         self.rerank = rerank
+        loader = None
         if preload and isinstance(self._embedder_spec, str):
             # Load the model on the other core while the index opens (cold start).
-            threading.Thread(target=lambda: self.embedder, daemon=True, name="load-embedder").start()
+            loader = threading.Thread(target=self._preload, daemon=True, name="load-embedder")
+            loader.start()
         self.backend_name = (backend or os.environ.get("SEARCH_BACKEND") or "local").lower()
         self.uri = uri or os.environ.get("SEARCH_URI")
-        self._backend: Backend = self._open_backend(create)
+        try:
+            self._backend: Backend = self._open_backend(create)
+        except BaseException:
+            if loader is not None:
+                # Exiting while onnxruntime is still loading on the other thread aborts
+                # the process: let it finish before the error propagates.
+                loader.join()
+            raise
 
     # -- opening ---------------------------------------------------------------------
     @classmethod
@@ -182,6 +191,12 @@ class Engine:
             raise IndexFormatError(
                 f"{self.path} was chunked by another version: rebuild with `search reindex`"
             )
+
+    def _preload(self) -> None:
+        try:
+            self.embedder
+        except Exception:  # the query that needs the model will raise it, on the main thread
+            log.debug("preloading the embedder failed", exc_info=True)
 
     # -- models ----------------------------------------------------------------------
     @property

@@ -165,3 +165,10 @@ def test_show_and_remove(workdir: Path) -> None:
     assert r.exit_code == 0
     r = run("stats", "--json")
     assert json.loads(r.stdout)["documents"] == 4
+
+
+def test_ask_without_index_or_seeds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # no seeds/ here to build from
+    r = run("ask", "who scored the winner", "--index", "missing")
+    assert r.exit_code == 1
+    assert r.stderr.strip() == "Error: no index at missing: build one with `search index [PATH...]`"
