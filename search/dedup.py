@@ -25,7 +25,7 @@ import numpy as np
 NUM_PERM = 128
 SHINGLE = 5
 THRESHOLD = 0.4
-_PREFILTER = 16
+_BANDS = 64
 
 # Universal hashing (a*x + b) mod p with the Mersenne prime p = 2^31 - 1: x, a, b < p,
 # so a*x + b < 2^62 never overflows, and the modulus wraps often enough to mix.
@@ -73,8 +73,11 @@ def decode(s: str) -> np.ndarray:
 class DuplicateFinder:
     """Finds, for a new article, the indexed story it copies (if any).
 
-    Signatures live in one growing matrix, so each lookup is a single vectorised
-    comparison with every known story (about 3 ms at 25,000 documents).
+    Locality-sensitive hashing: the 128 minima are cut into 64 bands of 2; two stories
+    become candidates when any band matches (a pair at the 0.4 threshold does with
+    probability 0.99999, unrelated stories at Jaccard 0.01 with 0.006), and candidates
+    are checked on all 128 minima. A lookup costs the same at 1,000 or 1,000,000
+    stories, so a bulk index stays linear.
     """
 
     def __init__(self, threshold: float = THRESHOLD) -> None:
@@ -84,6 +87,12 @@ class DuplicateFinder:
         self._ids: list[str] = []
         self._groups: list[str] = []
         self._matrix = np.zeros((0, NUM_PERM), dtype=np.uint32)
+        self._buckets: list[dict[int, list[int]]] = [{} for _ in range(_BANDS)]
+
+    @staticmethod
+    def _keys(sig: np.ndarray) -> list[int]:
+        pairs = np.asarray(sig, dtype=np.uint64).reshape(_BANDS, NUM_PERM // _BANDS)
+        return ((pairs[:, 0] << np.uint64(32)) | pairs[:, 1]).tolist()
 
     def add(self, doc_id: str, sig: np.ndarray, group: str | None = None) -> None:
         n = len(self._ids)
@@ -94,20 +103,19 @@ class DuplicateFinder:
         self._matrix[n] = sig
         self._ids.append(doc_id)
         self._groups.append(group or doc_id)
+        for band, key in zip(self._buckets, self._keys(sig)):
+            band.setdefault(key, []).append(n)
 
     def find(self, doc_id: str, sig: np.ndarray) -> tuple[str, float] | None:
         """``(group id, similarity)`` of the most similar other story above the threshold."""
-        n = len(self._ids)
-        if n == 0:
+        seen: set[int] = set()
+        for band, key in zip(self._buckets, self._keys(sig)):
+            seen.update(band.get(key, ()))
+        if not seen:
             return None
-        # A cheap first pass on 16 of the 128 minima: a story at the threshold (0.4)
-        # matches at least 2 of 16 with probability 99.7%; unrelated stories rarely do.
-        head = (self._matrix[:n, :_PREFILTER] == sig[None, :_PREFILTER]).sum(axis=1)
-        cand = np.flatnonzero(head >= 2)
-        if len(cand) == 0:
-            return None
+        cand = np.fromiter(seen, dtype=np.int64, count=len(seen))
         sims = (self._matrix[cand] == sig[None, :]).mean(axis=1)
-        for j in np.argsort(-sims):
+        for j in np.argsort(-sims, kind="stable"):
             i = int(cand[j])
             if sims[j] < self.threshold:
                 return None
