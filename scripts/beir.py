@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import platform
 import statistics
 import sys
 import time
@@ -43,6 +42,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from machine import machine  # noqa: E402  (scripts/ is on sys.path)
 
 from search import engine as engine_mod  # noqa: E402
 from search.fusion import convex, rrf  # noqa: E402
@@ -252,21 +253,6 @@ def st_faiss_run(corpus: list[dict[str, Any]], queries: dict[str, str], work: Pa
 
 
 # ----------------------------------------------------------------------------- main
-
-
-def machine() -> str:
-    import os
-
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in open("/proc/cpuinfo", encoding="utf-8"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return f"{len(os.sched_getaffinity(0))} cores ({cpu}), {mem:.0f} GB, Python {platform.python_version()}"
 
 
 def main() -> None:

@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import re
 import resource
 import shutil
@@ -43,27 +41,13 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from machine import machine  # noqa: E402  (scripts/ is on sys.path)
 
 QUESTION = "who scored the winner"
 
 
 def log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-def machine() -> str:
-    cpu = platform.machine()
-    try:
-        for line in open("/proc/cpuinfo", encoding="utf-8"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    load = os.getloadavg()[0]
-    return (f"{len(os.sched_getaffinity(0))} cores ({cpu}), {mem:.0f} GB, Python {platform.python_version()}, "
-            f"load average {load:.1f} at start (shared machine)")
 
 
 def pct(xs: Sequence[float], p: float) -> float:
@@ -360,12 +344,11 @@ def peers(work: Path, arts: list[dict[str, Any]], real: Any, n_copies: int, qs: 
     """bm25s (Lucene) and sentence-transformers + FAISS flat over the same passages."""
     import bm25s
     import faiss
+    from whoosh.lang.porter import stem
 
     from search import engine as E
     from search.chunk import chunk
     from search.text import STOP_WORDS
-
-    from whoosh.lang.porter import stem
 
     class Porter:
         def stemWords(self, ws: list[str]) -> list[str]:  # noqa: N802
