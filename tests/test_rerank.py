@@ -1,0 +1,111 @@
+"""The sentence-evidence reranker: answer types, tense, the question's own subject,
+and retrieval quality on the development and held-out question sets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from search.evaluate import evaluate, read_questions
+from search.rerank import NAME, PERSON, PLACE, TIME, answer_type, rerank
+from search.text import analyze, query_terms
+from search.vocab import expand
+
+ROOT = Path(__file__).resolve().parent.parent
+DEV = ROOT.parent / "shared" / "eval" / "dev.jsonl"
+HELD_OUT = ROOT / "scripts" / "questions" / "heldout_seeds.jsonl"
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("In what minute did England open the scoring?", TIME),
+        ("when did Messi retire", TIME),
+        ("where was the match played", PLACE),
+        ("which goalkeeper did Gordon beat", PERSON),
+        ("Which two England defenders did Martinez climb above?", PERSON),
+        ("who scored the winner", PERSON),
+        ("Which club does Enzo Fernandez play for?", NAME),
+        ("why did England lose", None),
+    ],
+)
+def test_answer_type(question: str, kind) -> None:
+    assert answer_type(question) is kind
+
+
+def test_place_is_a_place_not_a_day_or_a_month() -> None:
+    found = lambda s: [m.group(0) for m in PLACE.finditer(s)]  # noqa: E731
+    assert found("They meet in Saturday's play-off in July.") == []
+    assert found("It was played in Atlanta.") == ["in Atlanta"]
+    assert found("It was played at the Mercedes-Benz Stadium.") == ["Mercedes-Benz Stadium"]
+
+
+FILLER = {f"filler{i}": ["Nothing of note happened here today."] for i in range(8)}
+
+
+def _rank(question: str, passages: dict[str, list[str]]) -> list[str]:
+    """The reranked order of ``passages`` (in fused order) followed by eight fillers,
+    as in a real head of 30 candidates most of which hold no evidence."""
+    passages = {**passages, **FILLER}
+    terms = query_terms(question)
+    cands = [(pid, 1.0 / (i + 1)) for i, pid in enumerate(passages)]
+    out = rerank(question, terms, expand(terms), cands, lambda pid: passages[pid], lambda t: 1.0)
+    return [pid for pid, _ in out]
+
+
+NEXT_FIXTURE = "Argentina will face Spain in the final at MetLife Stadium in New Jersey on Sunday."
+VENUE = "Beckham was in the crowd at the air-conditioned Mercedes-Benz Stadium."
+
+
+def test_a_past_question_takes_the_reported_venue_not_the_next_fixture() -> None:
+    passages = {"next": [NEXT_FIXTURE, "The match pits the champions of two continents."], "venue": [VENUE]}
+    # The venue sentence holds no word of the question: the place alone is evidence.
+    assert _rank("where was the match played", passages)[0] == "venue"
+    # Asked about the future, the next fixture's place is the answer.
+    passages = {"other": ["The final pits the champions of two continents."], "next": [NEXT_FIXTURE]}
+    assert _rank("where will the final be played", passages)[0] == "next"
+
+
+def test_the_questions_own_subject_is_not_a_candidate_name() -> None:
+    passages = {
+        "subject": ["Anthony Gordon fired England ahead with a fine goal."],
+        "keeper": ["Gordon guided the ball past Emiliano Martinez at the back post."],
+    }
+    assert _rank("which goalkeeper did Gordon beat", passages)[0] == "keeper"
+
+
+def test_agreement_of_both_retrievers_is_not_overturned_by_equal_evidence() -> None:
+    same = ["Lautaro Martinez headed the winner."]
+    assert _rank("who scored the winner", {"a": same, "b": same, "c": same})[:3] == ["a", "b", "c"]
+
+
+def test_no_candidates_and_no_terms() -> None:
+    assert rerank("who", [], [], [], lambda pid: [], lambda t: 1.0) == []
+    assert analyze("?!") == []
+
+
+def _eval(engine, path: Path) -> dict[str, tuple[float, float, float]]:
+    qs = read_questions(path)
+    return {
+        m: (r.hit1, r.recall5, r.mrr10)
+        for m in ("bm25", "dense", "hybrid")
+        for r in [evaluate(engine, qs, mode=m, answers=False)]
+    }
+
+
+@pytest.mark.skipif(not DEV.is_file(), reason="../shared/eval/dev.jsonl is not beside the project")
+def test_dev_questions_meet_the_acceptance_bar(seed_engine) -> None:
+    r = _eval(seed_engine, DEV)
+    hit1, recall5, mrr = r["hybrid"]
+    assert hit1 >= 0.85 and recall5 >= 0.95, r
+    assert mrr >= max(r["bm25"][2], r["dense"][2]), r
+
+
+def test_held_out_questions_do_not_regress(seed_engine) -> None:
+    # 40 questions over the seeds written without sight of the code or of dev.jsonl.
+    # Measured at this change: hybrid hit@1 0.70, recall@5 0.925, mrr@10 0.783.
+    r = _eval(seed_engine, HELD_OUT)
+    hit1, recall5, mrr = r["hybrid"]
+    assert hit1 >= 0.675 and recall5 >= 0.9, r
+    assert mrr >= max(r["bm25"][2], r["dense"][2]), r
