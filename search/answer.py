@@ -348,7 +348,12 @@ def analyse_question(question: str) -> Question:
         if re.search(
             r"\bwho\b.*\b(face|faces|facing|meet|meets|beat|beats|defeated|eliminated|knocked|lose|lost|against|play|plays|won|win)\b",
             lq,
-        ) and not re.search(r"\b(scor\w*|goal|assist\w*|captain|manager|coach)\b", lq):
+        ) and not re.search(
+            # what a player does, not a team: "who headed the winner against England"
+            r"\b(scor\w*|goals?|assist\w*|captain|manager|coach|winner|equali[sz]\w*|head(?:ed|er)|"
+            r"opener|in front|ahead|netted|fired|struck|tackle\w*|booked|sent off|saved?)\b",
+            lq,
+        ):
             kind = "team"
     elif re.search(r"\b(which|what) (\w+ )?(\w+)\b", lq):
         m = re.search(r"\b(?:which|what) (\w+)(?: (\w+))?", lq)
@@ -622,7 +627,10 @@ def _qual_match(kind: str, vals: frozenset[str], s: Any, at: tuple[int, int] | N
         return near[2] in vals
     if kind == "year":
         return any(v in s.text for v in vals)
-    return all(v in s.pos_of for v in vals)
+    # An opponent the article's lead names is the match the whole report is about: its
+    # sentence on the winner need not repeat "England" (an opponent named only further
+    # down, "against Egypt in the round of 16", must be in the sentence or the one before).
+    return all(v in s.pos_of for v in vals) or vals <= s.lead_terms
 
 
 # A sentence whose verb another team does ("Argentina defeat England": who did Spain beat?).
@@ -677,6 +685,7 @@ class _Sent:
     match_idx: list[int] = field(default_factory=list)  # word indexes matching the question
     lead: bool = False
     prev: _Sent | None = None
+    lead_terms: set[str] = field(default_factory=set)  # terms of the article's pooled lead sentences
 
 
 _SEG_CACHE: OrderedDict[tuple[str, int, int], list[tuple[int, int, bool]]] = OrderedDict()
@@ -747,6 +756,11 @@ def _sentences(hits: list[Hit], engine: Any) -> list[_Sent]:
             sent.prev = prev
         prev = sent
         sent.words, sent.stems, sent.pos_of, sent.group_pos = _tokens(sent.text)
+    lead_terms: dict[str, set[str]] = {}
+    for sent in sents:
+        sent.lead_terms = lead_terms.setdefault(sent.doc_id, set())
+        if sent.lead:
+            sent.lead_terms.update(sent.pos_of)
     return sents
 
 

@@ -64,6 +64,9 @@ def check_block(block: AnswerBlock, docs: dict[str, str], hits: list[Hit]) -> No
         ("which goalkeeper did Gordon beat", "person"),
         ("who is the England manager", "person"),
         ("who will Argentina face in the final", "team"),
+        ("who did England play against", "team"),
+        ("Who headed Argentina's late winner against England?", "person"),
+        ("Who put England in front against Argentina?", "person"),
         ("which club did Gordon recently join", "club"),
         ("where was the match played", "place"),
         ("which stadium will host the final", "place"),
@@ -432,6 +435,30 @@ def test_rule2_qualifiers_are_read_from_prepositional_phrases() -> None:
     assert analyse_question("what was the score against Egypt").quals == [("opponent", frozenset({"egypt"}))]
     assert analyse_question("how did Messi celebrate at the final whistle").quals == []
     assert analyse_question("who scored in the final five minutes").quals == []
+
+
+def test_rule2_an_opponent_the_lead_names_qualifies_the_whole_report() -> None:
+    # The sentence on the winner does not repeat "England", nor does the one before it:
+    # the report is about that match. The last sentence names England, and other teams.
+    docs = {
+        "a": "Argentina beat England 2-1 in Atlanta on Wednesday to reach the World Cup final. "
+        "Anthony Gordon gave the visitors the lead after the break. "
+        "But Argentina launched a late assault, and substitute Lautaro Martinez headed home the winner in stoppage time. "
+        "England will now face France, and Argentina meet Spain in the final.",
+    }
+    assert ask("who headed the late winner against England", docs).text == "Lautaro Martinez"
+    # An opponent named only further down (past the lead) is another match: the sentence,
+    # or the one before it, must name it; Martinez's header was against England.
+    docs = {
+        "b": "Argentina beat England 2-1 in the semi-final on Wednesday to reach the World Cup final. "
+        "Anthony Gordon gave England the lead after the break, and England defended deep for half an hour. "
+        "Enzo Fernandez equalised from the edge of the area with five minutes left to play. "
+        "Substitute Lautaro Martinez headed the winner in stoppage time from a Messi cross. "
+        "Scaloni praised his players. The same stadium saw their win in the round of 16, when they "
+        "came from behind to beat Egypt.",
+    }
+    assert docs["b"].index("Egypt") > 400
+    assert ask("who headed the winner against Egypt", docs).text != "Lautaro Martinez"
 
 
 def test_rule3_frequent_name_is_no_answer_to_what_its_sentences_do_not_say() -> None:
