@@ -249,7 +249,7 @@ class Question:
     focus: str | None = None  # stem of the counted noun ("how many goals")
     events: set[str] = field(default_factory=set)
     priors: dict[str, float] = field(default_factory=dict)  # time sub-kinds for "when"
-    tense: str = ""  # "past" when the question asks about something done
+    tense: str = ""  # "past" when the question asks about something done, "future" to come
     venue: bool | None = None  # place questions: a stadium (True), a city (False), either (None)
     subject: str | None = None  # the team doing what a team question asks ("who did Spain beat")
     quals: list[tuple[str, frozenset[str]]] = field(
@@ -505,6 +505,8 @@ def analyse_question(question: str) -> Question:
         else None,
         tense="past"
         if re.search(r"\b(was|were|did|had)\b", lq) and not re.search(r"\b(will|is|are)\b", lq)
+        else "future"
+        if _FUTURE.search(lq)
         else "",
     )
 
@@ -1475,8 +1477,16 @@ def _anchor_fit(q: Question, s: _Sent) -> float:
     return 0.3
 
 
+# A question about what is to come ("which stadium will host the final"): a mention in a
+# sentence that does not look ahead is about the match reported, not the next one.
+FUTURE_MISS = 0.5
+
+
 def _tense_fit(q: Question, m: _Mention) -> float:
     """The clause holding the mention ("..., who beat France on Tuesday, will ...")."""
+    if q.tense == "future":
+        # "where will the final be played": the preview, not the venue of the match reported
+        return 1.0 if _FUTURE.search(m.sent.text) else FUTURE_MISS
     if q.tense != "past":
         return 1.0
     a, b = _clause(m)

@@ -437,6 +437,21 @@ def test_rule2_qualifiers_are_read_from_prepositional_phrases() -> None:
     assert analyse_question("who scored in the final five minutes").quals == []
 
 
+def test_a_question_about_what_is_to_come_takes_the_preview() -> None:
+    # Three reports name the semi-final's stadium; one previews the final's.
+    docs = {
+        "a": "Argentina beat England 2-1 in a thrilling World Cup semi-final at Mercedes-Benz Stadium "
+        "in Atlanta on Wednesday. Lautaro Martinez headed the winner. "
+        "Argentina will face Spain in the final at MetLife Stadium.",
+        "b": "Argentina reached the World Cup final after a 2-1 semi-final win at Mercedes-Benz Stadium. "
+        "Messi set up both goals.",
+        "c": "The World Cup semi-final at Mercedes-Benz Stadium was played in sweltering heat.",
+    }
+    assert analyse_question("which stadium will host the final").tense == "future"
+    assert ask("which stadium will host the final", docs).text == "MetLife Stadium"
+    assert ask("where was the semi-final played", docs).text == "Mercedes-Benz Stadium"
+
+
 def test_rule2_an_opponent_the_lead_names_qualifies_the_whole_report() -> None:
     # The sentence on the winner does not repeat "England", nor does the one before it:
     # the report is about that match. The last sentence names England, and other teams.
