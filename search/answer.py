@@ -60,7 +60,7 @@ from functools import lru_cache
 from typing import Any
 
 from .chunk import known_names, segment
-from .text import STOP_WORDS, analyze_spans, query_terms, term
+from .text import LOOKS_AHEAD, STOP_WORDS, analyze_spans, query_terms, term
 from .types import AnswerBlock, Conflict, Hit, Sentence
 
 __all__ = ["Question", "analyse_question", "build_answer"]
@@ -506,7 +506,7 @@ def analyse_question(question: str) -> Question:
         tense="past"
         if re.search(r"\b(was|were|did|had)\b", lq) and not re.search(r"\b(will|is|are)\b", lq)
         else "future"
-        if _FUTURE.search(lq)
+        if LOOKS_AHEAD.search(lq)
         else "",
     )
 
@@ -1412,13 +1412,6 @@ def _place_hint(m: _Mention) -> float:
     return 1.0 if _PLACE_PREP.search(m.sent.text[: m.a]) else 0.5
 
 
-# A sentence about what comes next cannot say where or when a past event happened.
-_FUTURE = re.compile(
-    r"\b(?:will|won't|shall|must|scheduled|set to|going to|next|upcoming|looking ahead|heads? to|awaits?)\b",
-    re.I,
-)
-
-
 def _agent_fit(q: Question, m: _Mention) -> float:
     """ "Who did Spain beat": the sentence must say the verb (or a synonym), with Spain or the
     candidate on either side of it and no other team: in "Argentina ... defeat England ...,
@@ -1486,11 +1479,11 @@ def _tense_fit(q: Question, m: _Mention) -> float:
     """The clause holding the mention ("..., who beat France on Tuesday, will ...")."""
     if q.tense == "future":
         # "where will the final be played": the preview, not the venue of the match reported
-        return 1.0 if _FUTURE.search(m.sent.text) else FUTURE_MISS
+        return 1.0 if LOOKS_AHEAD.search(m.sent.text) else FUTURE_MISS
     if q.tense != "past":
         return 1.0
     a, b = _clause(m)
-    return 0.35 if _FUTURE.search(m.sent.text[a:b]) else 1.0
+    return 0.35 if LOOKS_AHEAD.search(m.sent.text[a:b]) else 1.0
 
 
 _CLAUSE_CUT = re.compile(r"[,;:—–]|\s-\s")

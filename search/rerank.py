@@ -39,7 +39,7 @@ import re
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 
-from .text import analyze
+from .text import LOOKS_AHEAD, analyze
 
 SENTENCE_WEIGHT = 0.7
 RERANK_DEPTH = 30  # how many fused candidates are re-scored
@@ -67,12 +67,7 @@ SCORE = re.compile(r"\b\d{1,2}-\d{1,2}\b")
 PERSON = re.compile(r"\b[A-Z][a-z'’]+(?:\s(?:Mac|de|van|von|da|di|del|dos|le)?\s?[A-Z][a-z'’]+)+")
 # A club, country or city: a capitalised name inside a sentence (not its first word).
 NAME = re.compile(r"(?<=[a-z0-9,;:'’] )[A-Z][a-z'’]+(?: [A-Z][a-z'’]+)*")
-# A sentence about what is still to come: the next fixture, not the reported match.
-PROSPECTIVE = re.compile(
-    r"\b(?:will|shall|scheduled|set to|next|upcoming|heads? to|must|awaits?|would|sets up)\b", re.IGNORECASE
-)
 PAST_QUESTION = re.compile(r"\b(?:was|were|did|had)\b|\b\w{3,}ed\b", re.IGNORECASE)
-FUTURE_QUESTION = re.compile(r"\b(?:will|shall|next|upcoming|going to|scheduled)\b", re.IGNORECASE)
 
 _PERSON_NOUNS = (
     "player|coach|manager|goalkeeper|keeper|defender|striker|midfielder|forward|winger|captain|"
@@ -109,7 +104,7 @@ def _terms(sentence: str) -> tuple[str, ...]:
 @lru_cache(maxsize=65_536)
 def _entities(sentence: str, atype: re.Pattern[str]) -> tuple[bool, tuple[frozenset[str], ...]]:
     """Whether the sentence looks ahead, and the word sets of its ``atype`` matches."""
-    ahead = PROSPECTIVE.search(sentence) is not None
+    ahead = LOOKS_AHEAD.search(sentence) is not None
     return ahead, tuple(frozenset(m.group(0).lower().split()) for m in atype.finditer(sentence))
 
 
@@ -190,7 +185,7 @@ def rerank(
 
     uniq = set(qterms)
     bonus = TYPE_WEIGHT * sum(cached_idf(t) for t in uniq) / len(uniq) if uniq else 0.0
-    past = bool(PAST_QUESTION.search(question)) and not FUTURE_QUESTION.search(question)
+    past = bool(PAST_QUESTION.search(question)) and not LOOKS_AHEAD.search(question)
     sent = [
         max(
             (_sentence_score(s, qterms, exp, cached_idf, atype, qwords, bonus, past) for s in sentences(pid)),

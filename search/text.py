@@ -36,6 +36,16 @@ QUESTION_WORDS = frozenset(
     "i you we our us your like".split()
 )
 
+# Words of a sentence, or a question, about what is still to come: match reports end with
+# the next fixture ("will face Spain", "scheduled for Sunday", "heads to Miami"), whose
+# place and date are the wrong answers about the match reported, and the right ones
+# about the next.
+LOOKS_AHEAD = re.compile(
+    r"\b(?:will|won't|shall|must|would|scheduled|set to|sets up|going to|next|upcoming|looking ahead"
+    r"|heads? to|awaits?)\b",
+    re.IGNORECASE,
+)
+
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "`": "'", "\u00b4": "'"})
 # A token: letters/digits, allowing inner apostrophes (don't) and inner hyphens between
 # digits (2-1, 20-metre keeps "20" and "metre" apart through the second alternative).
