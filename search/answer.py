@@ -300,6 +300,8 @@ def analyse_question(question: str) -> Question:
         kind = "quote"
     elif re.search(r"\bhow (many|much)\b", lq):
         kind, unit = "number", "count"
+        if re.search(r"\bhow much\b(?! (?:time|longer|more|of|added|injury|stoppage|extra)\b)", lq):
+            unit = "money"  # "how much did Chelsea pay", "how much was he fined"
         m = re.search(
             r"\bhow (?:many|much) ((?:[\w'-]+ ){0,3}?)([\w'-]+)(?= (?:do|does|did|has|have|had|is|are|was|were|will|would|can)\b)",
             lq,
@@ -931,6 +933,9 @@ _NUMBER_RE = re.compile(
     + r")(?:-[a-z]+(?:-[a-z]+)*)?(?![\w-])",
     re.I,
 )
+# "£15.8m", "$2 million", "€500,000": an amount of money, read whole (not "15").
+_MONEY_RE = re.compile(r"(?<![\w.])([£$€])(\d+(?:[.,]\d+)*)(?:\s?(m|bn|k|million|billion)\b)?", re.I)
+_MONEY_SCALE = {"": 1.0, "k": 1e3, "m": 1e6, "million": 1e6, "bn": 1e9, "billion": 1e9}
 _DIST_UNITS = frozenset("metre metres meter meters m yard yards yd foot feet km kilometre kilometres".split())
 
 
@@ -1019,7 +1024,18 @@ def _score_mentions(s: _Sent) -> list[_Mention]:
 
 def _number_mentions(s: _Sent) -> list[_Mention]:
     out = []
+    money: list[tuple[int, int]] = []
+    for m in _MONEY_RE.finditer(s.text):
+        try:
+            amount = float(m.group(2).replace(",", ""))
+        except ValueError:
+            continue
+        val = (m.group(1), amount * _MONEY_SCALE[(m.group(3) or "").lower()])
+        out.append(_Mention("number", m.group(0), m.start(), m.end(), val, s, unit="money"))
+        money.append((m.start(), m.end()))
     for m in _NUMBER_RE.finditer(s.text):
+        if any(a <= m.start() < b for a, b in money):
+            continue
         raw = m.group(1).lower()
         if _YEAR_RE.fullmatch(raw):
             continue
@@ -1839,6 +1855,10 @@ def _number_fit(q: Question, m: _Mention) -> float:
         return 1.0 if unit in _DIST_UNITS or u in _DIST_UNITS else 0.1
     if q.unit == "age":
         return 1.0 if "year" in m.surface.lower() or u == "year" else 0.2
+    if q.unit == "money":
+        return 1.5 if unit == "money" else 0.3
+    if unit == "money":  # "how many goals": not "£80,000"
+        return 0.3
     fit = 0.6
     if q.focus:
         s = m.sent

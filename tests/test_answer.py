@@ -437,6 +437,18 @@ def test_rule2_qualifiers_are_read_from_prepositional_phrases() -> None:
     assert analyse_question("who scored in the final five minutes").quals == []
 
 
+def test_an_amount_of_money_is_read_whole() -> None:
+    docs = {
+        "a": "Chelsea signed Adrian Mutu from Parma for £15.8m in 2003. He scored 10 goals in 38 games.",
+        "b": "Newcastle fined Craig Bellamy two weeks' wages, about £80,000, after the row.",
+    }
+    assert analyse_question("how much did Chelsea pay for Mutu").unit == "money"
+    assert analyse_question("how much time was added").unit == "count"
+    assert ask("how much did Chelsea pay Parma for Mutu", docs).text == "£15.8m"
+    assert ask("how much was Bellamy fined", docs).text == "£80,000"
+    assert ask("how many goals did Mutu score", docs).text == "10"
+
+
 def test_a_question_about_what_is_to_come_takes_the_preview() -> None:
     # Three reports name the semi-final's stadium; one previews the final's.
     docs = {
