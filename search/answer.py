@@ -1138,6 +1138,10 @@ _STARTS = frozenset(
 )
 
 
+_SIDE_AFTER = re.compile(r"\s\d{1,2}-\d{1,2}\b")
+_SIDE_BEFORE = re.compile(r"\b(?:beat|beating|defeated|defeating|thrashed|thrashing|edged)\s+$", re.I)
+
+
 def _name_type(m: _Mention, known_places: set[str]) -> str:
     f = m.key
     words = f.split()
@@ -1152,6 +1156,11 @@ def _name_type(m: _Mention, known_places: set[str]) -> str:
     after = m.sent.text[m.b :].lstrip()
     nxt = _WORD.match(after)
     if nxt and nxt.group(0).lower() in _ROLE_NOUNS and len(words) == 1:
+        return "club"
+    if re.search(r"\bthe\s+$", m.sent.text[: m.a]):
+        return "other"  # "the Swede", "the Scottish Cup", "the Gunners": not a person's name
+    # "beating Dunfermline 3-1", "Celtic 2-0 Clyde": what a scoreline or a win names is a side
+    if _SIDE_AFTER.match(m.sent.text, m.b) or _SIDE_BEFORE.search(m.sent.text[: m.a]):
         return "club"
     if f.isupper() or m.surface.isupper():
         return "place" if re.match(r"\s*\(", m.sent.text[m.b :]) else "other"
@@ -1773,6 +1782,8 @@ def _short_answer(q: Question, sents: list[_Sent], articles: int) -> AnswerBlock
         if m.kind == "name":
             table = _TYPE_FIT.get(q.kind, _TYPE_FIT["person"])
             typefit = table.get(m.etype, 0.05)
+            if q.kind == "person" and q.role and m.etype in ("club", "country"):
+                typefit *= 0.1  # "which Celtic player": a side is no answer, "who won" may be
             if q.kind == "place":
                 typefit *= _place_hint(m) ** (3 if m.etype == "country" else 1)
                 venue = m.key.split()[-1] in _PLACE_WORDS
@@ -1810,6 +1821,8 @@ def _short_answer(q: Question, sents: list[_Sent], articles: int) -> AnswerBlock
     if q.quals and not any(_qual_fit(q, m.sent, (m.a, m.b)) >= 1.0 for m in win.mentions):
         return None  # only the sentences around it state the qualifier
     best = _display_mention(win)
+    if best.kind == "name" and q.kind in _TYPE_FIT and _TYPE_FIT[q.kind].get(best.etype, 0.05) < 0.1:
+        return None  # the best is no name of the asked kind ("the Swede" for "which player")
     text = best.surface
     if q.plural and best.kind == "name":
         text = _join_plural(best, ments) or text

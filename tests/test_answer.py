@@ -437,6 +437,19 @@ def test_rule2_qualifiers_are_read_from_prepositional_phrases() -> None:
     assert analyse_question("who scored in the final five minutes").quals == []
 
 
+def test_a_side_a_description_and_a_cup_are_not_players() -> None:
+    # "beating Dunfermline 3-1" names a side, "the Swede" describes a player, "the Scottish
+    # Cup" is a trophy: none of them answers "which player", so there is no answer ...
+    docs = {
+        "a": "Celtic won the Scottish Cup, beating Dunfermline 3-1 in the final, with the Swede scoring twice."
+    }
+    assert ask("which Celtic player scored twice in the final", docs).text is None
+    assert ask("who did Celtic beat in the final", docs).text == "Dunfermline"
+    # ... until a report names him.
+    docs["b"] = "Henrik Larsson scored twice as Celtic beat Dunfermline 3-1 in the Scottish Cup final."
+    assert ask("which Celtic player scored twice in the final", docs).text == "Henrik Larsson"
+
+
 def test_an_amount_of_money_is_read_whole() -> None:
     docs = {
         "a": "Chelsea signed Adrian Mutu from Parma for £15.8m in 2003. He scored 10 goals in 38 games.",
