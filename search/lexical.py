@@ -141,7 +141,9 @@ class ExactBM25(scoring.WeightingModel):
 
 
 class _BM25Scorer(scoring.WeightLengthScorer):
-    def __init__(self, searcher: Any, fieldname: str, text: str, idf: float, avgfl: float, k1: float, b: float):
+    def __init__(
+        self, searcher: Any, fieldname: str, text: str, idf: float, avgfl: float, k1: float, b: float
+    ):
         self.idf = idf
         self.avgfl = avgfl
         self.k1 = k1
@@ -302,7 +304,9 @@ class LexicalIndex:
             docs, scores = ids_parts[0], score_parts[0]
         elif postings * 8 >= n_docs:
             # Long lists: a dense accumulator over every document is linear; sorting is not.
-            dense = np.bincount(np.concatenate(ids_parts), weights=np.concatenate(score_parts), minlength=n_docs)
+            dense = np.bincount(
+                np.concatenate(ids_parts), weights=np.concatenate(score_parts), minlength=n_docs
+            )
             docs = np.flatnonzero(dense)
             scores = dense[docs]
         else:

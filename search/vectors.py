@@ -121,7 +121,9 @@ def build_ann(vectors: np.ndarray, quantizer: str = "flat", nprobe: int | None =
     index = faiss.index_factory(dim, f"IVF{nlist},{codes}", faiss.METRIC_INNER_PRODUCT)
     # k-means on a sample: 64 points a list is plenty for MiniLM vectors, and training
     # time (not adding) dominates building at this size.
-    sample = x if n <= nlist * 64 else x[np.sort(np.random.default_rng(0).choice(n, nlist * 64, replace=False))]
+    sample = (
+        x if n <= nlist * 64 else x[np.sort(np.random.default_rng(0).choice(n, nlist * 64, replace=False))]
+    )
     faiss.omp_set_num_threads(_cores())
     try:
         index.train(sample)
@@ -156,7 +158,9 @@ def write_ann(npy_path: Path, vectors: np.ndarray | None = None, quantizer: str 
 # ----------------------------------------------------------------------------- segments
 
 
-def _numpy_top(vectors: np.ndarray, live: np.ndarray | None, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+def _numpy_top(
+    vectors: np.ndarray, live: np.ndarray | None, q: np.ndarray, k: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Exact top ``k`` by inner product, ties by row: what IndexFlatIP returns."""
     # einsum, not ``vectors @ q``: the same sums without BLAS's thread pool (see QUERY_THREADS).
     scores = np.einsum("ij,j->i", vectors, q)
@@ -221,7 +225,9 @@ class VectorSegment:
             if self.ann_file is not None:
                 self._index = faiss.read_index(str(self.ann_file))
                 if self._index.ntotal != len(self.vectors):
-                    raise ValueError(f"{self.ann_file} holds {self._index.ntotal} rows, the segment {len(self.vectors)}")
+                    raise ValueError(
+                        f"{self.ann_file} holds {self._index.ntotal} rows, the segment {len(self.vectors)}"
+                    )
             else:
                 idx = faiss.IndexFlatIP(int(self.vectors.shape[1]))
                 idx.add(np.ascontiguousarray(self.vectors, dtype=np.float32))
@@ -235,8 +241,11 @@ class VectorSegment:
                 self._sel = sel  # keep the selector alive as long as the parameters
             ivf = _as_ivf(self._index)
             if ivf is not None:
-                self._params = faiss.SearchParametersIVF(sel=sel, nprobe=int(ivf.nprobe)) if sel else \
-                    faiss.SearchParametersIVF(nprobe=int(ivf.nprobe))
+                self._params = (
+                    faiss.SearchParametersIVF(sel=sel, nprobe=int(ivf.nprobe))
+                    if sel
+                    else faiss.SearchParametersIVF(nprobe=int(ivf.nprobe))
+                )
             elif sel is not None:
                 self._params = faiss.SearchParameters(sel=sel)
 
@@ -270,9 +279,7 @@ def _is_flat(index: Any) -> bool:
     return type(index).__name__ == "IndexFlatIP"
 
 
-def search_segments(
-    segments: list[VectorSegment], query: np.ndarray, k: int
-) -> list[tuple[float, str, int]]:
+def search_segments(segments: list[VectorSegment], query: np.ndarray, k: int) -> list[tuple[float, str, int]]:
     """Merge the top ``k`` of every segment: ``(score, segment_name, row)``, best first."""
     out: list[tuple[float, str, int]] = []
     for seg in segments:
