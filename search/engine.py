@@ -196,7 +196,7 @@ class Engine:
 
     def _preload(self) -> None:
         try:
-            self.embedder
+            _ = self.embedder
         except Exception:  # the query that needs the model will raise it, on the main thread
             log.debug("preloading the embedder failed", exc_info=True)
 
@@ -241,7 +241,16 @@ class Engine:
         report = WriteReport()
         if isinstance(items, (str, os.PathLike, Article)):
             items = [items]
-        articles: list[Article] = [a for a in items if isinstance(a, Article)]
+        from .ingest import check_article, printable
+
+        articles: list[Article] = []
+        for a in items:
+            if isinstance(a, Article):
+                # Checked before the write starts: one bad article costs only itself.
+                if why := check_article(a):
+                    report.problems.append(f"{printable(a.id)}: {why}")
+                else:
+                    articles.append(a)
         paths = [Path(p) for p in items if not isinstance(p, Article)]
         sources: list[str] = []
         if paths:
@@ -557,5 +566,8 @@ class Engine:
 
 
 def _has_foreign_files(path: Path) -> bool:
-    """A directory holding anything but our own lock or README is not ours to fill."""
-    return any(p.name not in (".lock", "README.md") for p in path.iterdir())
+    """A directory holding anything but our own lock, README or generations is not ours to fill."""
+    return any(
+        p.name not in (".lock", "README.md", "CURRENT.tmp") and not p.name.startswith("gen-")
+        for p in path.iterdir()
+    )

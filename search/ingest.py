@@ -26,6 +26,7 @@ import json
 import logging
 import os
 import re
+import stat
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -44,11 +45,13 @@ __all__ = [
     "TEXT_EXTENSIONS",
     "IngestProblem",
     "IngestReport",
+    "check_article",
     "clean_text",
     "derive_title",
     "detect_source",
     "ingest",
     "load",
+    "printable",
     "read_path",
     "validate_id",
 ]
@@ -61,6 +64,21 @@ FEED_EXTENSIONS = frozenset({".xml", ".rss", ".atom"})
 SUPPORTED_EXTENSIONS = TEXT_EXTENSIONS | HTML_EXTENSIONS | FEED_EXTENSIONS | {".jsonl"}
 
 MAX_ID_CHARS = 200
+
+
+def _limit(name: str, default: int) -> int:
+    try:
+        return max(1, int(os.environ.get(name, default)))
+    except ValueError:
+        return default
+
+
+# A match report is rarely over 50 KB: these bound what one file, line or article may cost.
+# A JSONL file is streamed line by line, so only its lines are bounded; a text, HTML or feed
+# file is read up to MAX_FILE_BYTES and skipped (with a warning) beyond it.
+MAX_FILE_BYTES = _limit("SEARCH_MAX_FILE_BYTES", 8 * 1024 * 1024)
+MAX_ARTICLE_CHARS = _limit("SEARCH_MAX_ARTICLE_CHARS", 200_000)
+MAX_JSON_DEPTH = 32  # a record is flat metadata; deeper nesting is refused before parsing
 TITLE_CHARS = 80  # a derived title is cut at a word boundary near this length
 _HEADLINE_MAX_CHARS = 150
 _HEADLINE_MAX_WORDS = 20
@@ -74,6 +92,11 @@ class IngestProblem:
     message: str  # one line: what was wrong and what to do
     line: int | None = None
     level: Literal["error", "warning"] = "error"
+
+    def __post_init__(self) -> None:
+        # A file name that is not UTF-8 reaches us with surrogate escapes: keep it printable.
+        object.__setattr__(self, "path", printable(self.path))
+        object.__setattr__(self, "message", printable(self.message))
 
     def __str__(self) -> str:
         where = f"{self.path}:{self.line}" if self.line is not None else self.path
@@ -159,7 +182,23 @@ def read_path(
     folder given, or for a single file its name. JSONL records and feed entries carry
     their own ids. Inside folders, hidden files and unsupported extensions are skipped
     silently (reported through ``on_skip``); named explicitly, they are problems.
+
+    Only regular files under the root are read (a symlink only when its target is
+    inside it), each within the size limits; every article is checked by
+    :func:`check_article` before it is yielded.
     """
+    for item in _read_path(path, root, on_skip):
+        if isinstance(item, Article) and (why := check_article(item)):
+            yield IngestProblem(item.path or os.fspath(path), why, level="warning")
+        else:
+            yield item
+
+
+def _read_path(
+    path: str | os.PathLike[str],
+    root: str | os.PathLike[str] | None,
+    on_skip: Callable[[str], None] | None,
+) -> Iterator[Article | IngestProblem]:
     p = Path(path)
     shown = os.fspath(path)
     if not p.exists():
@@ -169,6 +208,9 @@ def read_path(
         base = Path(root) if root is not None else p
         found = False
         for f in _walk(p, on_skip):
+            if isinstance(f, IngestProblem):
+                yield f
+                continue
             for item in _read_file(f, base, shown_path=str(f)):
                 found = found or isinstance(item, Article)
                 yield item
@@ -190,8 +232,12 @@ def read_path(
     yield from _read_file(p, base, shown_path=shown)
 
 
-def _walk(folder: Path, on_skip: Callable[[str], None] | None) -> Iterator[Path]:
-    """Supported files under ``folder``, sorted so ids and order are deterministic."""
+def _walk(folder: Path, on_skip: Callable[[str], None] | None) -> Iterator[Path | IngestProblem]:
+    """Supported files under ``folder``, sorted so ids and order are deterministic.
+
+    Symlinked folders are not descended into (files inside the root are reached directly;
+    those outside it are not ours to read): each is reported as a warning.
+    """
     for dirpath, dirnames, filenames in os.walk(folder):
         # Hidden folders (.git, .cache) are never a corpus; prune them from the walk.
         for d in [d for d in dirnames if d.startswith(".")]:
@@ -199,6 +245,13 @@ def _walk(folder: Path, on_skip: Callable[[str], None] | None) -> Iterator[Path]
             if on_skip:
                 on_skip(os.path.join(dirpath, d))
         dirnames.sort()
+        for d in dirnames:
+            if os.path.islink(os.path.join(dirpath, d)):
+                yield IngestProblem(
+                    os.path.join(dirpath, d),
+                    "symlinked folder not followed; index its target itself",
+                    level="warning",
+                )
         for name in sorted(filenames):
             f = Path(dirpath, name)
             if name.startswith(".") or f.suffix.lower() not in SUPPORTED_EXTENSIONS:
@@ -208,21 +261,92 @@ def _walk(folder: Path, on_skip: Callable[[str], None] | None) -> Iterator[Path]
             yield f
 
 
+def _open_regular(path: Path, base: Path, shown: str) -> tuple[int | None, IngestProblem | None]:
+    """Open ``path`` for reading if it is a regular file under ``base`` (after symlinks).
+
+    Anything else is a warning and never read: a symlink whose target leaves the root
+    (``/etc/passwd``), a FIFO (opening it would block), a device (``/dev/zero`` never
+    ends), a socket. The check is made again on the open descriptor, so a file swapped
+    for a link between the check and the open is caught too.
+    """
+
+    def skip(why: str) -> tuple[None, IngestProblem]:
+        return None, IngestProblem(shown, why, level="warning")
+
+    try:
+        st = os.lstat(path)
+        if stat.S_ISLNK(st.st_mode):
+            target = path.resolve(strict=True)
+            root = base.resolve()
+            if target != root and root not in target.parents:
+                return skip(f"symlink to a file outside the corpus folder {printable(str(base))}; not read")
+            st = os.stat(target)
+        if not stat.S_ISREG(st.st_mode):
+            return skip("not a regular file (a FIFO, device or socket); only regular files are read")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+    except (OSError, RuntimeError) as e:  # RuntimeError: a symlink loop on older Pythons
+        return None, IngestProblem(
+            shown, f"cannot read the file ({getattr(e, 'strerror', None) or e}); check it"
+        )
+    fst = os.fstat(fd)
+    if not stat.S_ISREG(fst.st_mode) or (fst.st_dev, fst.st_ino) != (st.st_dev, st.st_ino):
+        os.close(fd)
+        return skip("the file changed while it was opened (not the regular file checked); not read")
+    return fd, None
+
+
+def _read_bounded(fd: int, limit: int) -> bytes | None:
+    """Up to ``limit`` bytes from ``fd``; None when there is more (the file is over the limit)."""
+    chunks: list[bytes] = []
+    got = 0
+    while got <= limit:
+        b = os.read(fd, min(1 << 20, limit + 1 - got))
+        if not b:
+            break
+        chunks.append(b)
+        got += len(b)
+    return None if got > limit else b"".join(chunks)
+
+
+def _too_big(
+    shown: str, what: str, size: str, limit: int, env: str, line: int | None = None
+) -> IngestProblem:
+    return IngestProblem(
+        shown, f"{what} is {size}, over the limit of {limit:,}; split it, or raise {env}", line, "warning"
+    )
+
+
 # --- per-format readers ------------------------------------------------------------------
 
 
 def _read_file(path: Path, base: Path, shown_path: str) -> Iterator[Article | IngestProblem]:
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        yield IngestProblem(shown_path, f"cannot read the file ({e.strerror or e}); check its permissions")
+    fd, problem = _open_regular(path, base, shown_path)
+    if fd is None:
+        assert problem is not None
+        yield problem
         return
     ext = path.suffix.lower()
     abs_path = str(path.resolve())
     try:
-        rel = path.resolve().relative_to(base.resolve()).as_posix()
+        rel = path.absolute().relative_to(base.absolute()).as_posix()
     except ValueError:
         rel = path.name
+    try:
+        if ext == ".jsonl":
+            with os.fdopen(fd, "rb", closefd=False) as f:
+                yield from _read_jsonl(f, shown_path, abs_path)
+            return
+        data = _read_bounded(fd, MAX_FILE_BYTES)
+    except OSError as e:
+        yield IngestProblem(shown_path, f"cannot read the file ({e.strerror or e}); check it")
+        return
+    finally:
+        os.close(fd)
+    if data is None:
+        yield _too_big(
+            shown_path, "the file", f"over {MAX_FILE_BYTES:,} bytes", MAX_FILE_BYTES, "SEARCH_MAX_FILE_BYTES"
+        )
+        return
     if ext in FEED_EXTENSIONS:
         # feedparser reads the XML encoding declaration itself, so it gets the bytes.
         yield from _read_feed(data, shown_path, abs_path, rel)
@@ -232,9 +356,7 @@ def _read_file(path: Path, base: Path, shown_path: str) -> Iterator[Article | In
         yield warning  # an error when text is None, else the Windows-1252 warning
     if text is None:
         return
-    if ext == ".jsonl":
-        yield from _read_jsonl(text, shown_path, abs_path)
-    elif ext in HTML_EXTENSIONS:
+    if ext in HTML_EXTENSIONS:
         yield from _read_html(text, shown_path, abs_path, rel)
     else:
         yield from _read_text(text, shown_path, abs_path, rel, markdown=ext == ".md")
@@ -301,24 +423,74 @@ def _read_text(
     yield Article(id=rel, title=title, text=body, source=detect_source(body), path=abs_path)
 
 
-def _read_jsonl(text: str, shown: str, abs_path: str) -> Iterator[Article | IngestProblem]:
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
+def _read_jsonl(f: Any, shown: str, abs_path: str) -> Iterator[Article | IngestProblem]:
+    """One article per line, streamed: a file of any size costs one line at a time."""
     found = False
-    for n, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
+    blank = True
+    limit = MAX_FILE_BYTES
+    for n, raw in enumerate(_lines(f, limit), start=1):
+        if raw is None:
+            yield _too_big(shown, "the line", f"over {limit:,} bytes", limit, "SEARCH_MAX_FILE_BYTES", n)
+            blank = False
+            continue
+        if n == 1:
+            raw = raw.removeprefix(codecs.BOM_UTF8)
+        if not raw.strip():
+            continue
+        blank = False
+        line, warning = _decode(raw, shown)
+        if warning is not None:
+            yield IngestProblem(warning.path, warning.message, line=n, level=warning.level)
+        if line is None:
             continue
         try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            yield IngestProblem(
-                shown, f"malformed JSON ({e.msg} at column {e.colno}); fix or remove the line", line=n
-            )
+            rec = _loads(line)
+        except ValueError as e:
+            yield IngestProblem(shown, f"{e}; fix or remove the line", line=n)
             continue
         item = _record(rec, shown, abs_path, n)
         found = found or isinstance(item, Article)
         yield item
-    if not found and not text.strip():
+    if not found and blank:
         yield IngestProblem(shown, "empty JSONL file; add one JSON object per line")
+
+
+def _lines(f: Any, limit: int) -> Iterator[bytes | None]:
+    """Lines of a binary file (any of LF, CRLF, CR ends); None for a line over ``limit`` bytes."""
+    while True:
+        line = f.readline(limit + 1)
+        if not line:
+            return
+        if len(line) > limit and not line.endswith(b"\n"):
+            while (more := f.readline(1 << 20)) and not more.endswith(b"\n"):
+                pass  # skip the rest of the oversize line without holding it
+            yield None
+            continue
+        line = line.rstrip(b"\n").rstrip(b"\r")
+        yield from line.split(b"\r")  # a bare CR ends a line too (JSON escapes the ones in strings)
+
+
+_NEST = re.compile(r'[\[\]{}]|"(?:[^"\\]|\\.)*"')
+
+
+def _loads(line: str) -> Any:
+    """``json.loads`` with the nesting depth checked first (deep nesting would overflow the stack)."""
+    depth = deepest = 0
+    for m in _NEST.finditer(line):
+        c = m.group()
+        if c in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+            if deepest > MAX_JSON_DEPTH:
+                raise ValueError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+        elif c in "]}":
+            depth -= 1
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"malformed JSON ({e.msg} at column {e.colno})") from None
+    except RecursionError:  # pragma: no cover - the depth check comes first
+        raise ValueError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
 
 
 def _record(rec: Any, shown: str, abs_path: str, n: int) -> Article | IngestProblem:
@@ -337,6 +509,20 @@ def _record(rec: Any, shown: str, abs_path: str, n: int) -> Article | IngestProb
     body = rec.get("text")
     if not isinstance(body, str):
         return bad(f'record {doc_id!r} has no "text" string; add the article text')
+    for key, v in rec.items():
+        if isinstance(v, str) and _SURROGATE.search(v):
+            return bad(
+                f'record {doc_id!r}: "{printable(key)}" holds a lone surrogate (invalid Unicode); fix it'
+            )
+    if len(body) > MAX_ARTICLE_CHARS:
+        return _too_big(
+            shown,
+            f"record {doc_id!r}",
+            f"{len(body):,} characters",
+            MAX_ARTICLE_CHARS,
+            "SEARCH_MAX_ARTICLE_CHARS",
+            n,
+        )
     title = rec.get("title")
     if title is not None and not isinstance(title, str):
         return bad(f'record {doc_id!r}: "title" must be a string (empty to derive one)')
@@ -604,6 +790,33 @@ def detect_source(body: str) -> str:
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def printable(text: str) -> str:
+    """``text`` with lone surrogates (from JSON escapes or non-UTF-8 file names) shown as U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
+
+
+def check_article(a: Article) -> str | None:
+    """Why ``a`` cannot be stored (unencodable text, over the size limit), or ``None``.
+
+    Checked for every article before a write starts, so one bad article is skipped
+    with a message instead of failing the whole batch half-way.
+    """
+    for name in ("id", "title", "text", "source", "url", "published"):
+        v = getattr(a, name)
+        if isinstance(v, str) and _SURROGATE.search(v):
+            return f'"{name}" holds a lone surrogate (invalid Unicode): fix the encoding'
+    problem = validate_id(a.id)
+    if problem:
+        return f"bad document id {printable(a.id)!r}: {problem}"
+    if len(a.text) > MAX_ARTICLE_CHARS:
+        return (
+            f"the article is {len(a.text):,} characters, over the limit of {MAX_ARTICLE_CHARS:,}: "
+            "split it, or raise SEARCH_MAX_ARTICLE_CHARS"
+        )
+    return None
 
 
 def validate_id(doc_id: str) -> str | None:
@@ -618,6 +831,8 @@ def validate_id(doc_id: str) -> str | None:
         return f"it is {len(doc_id)} characters long (at most {MAX_ID_CHARS})"
     if _CONTROL.search(doc_id):
         return "it contains control characters"
+    if _SURROGATE.search(doc_id):
+        return "it is not valid Unicode (a lone surrogate, or a file name that is not UTF-8)"
     if doc_id.startswith("/"):
         return "it starts with '/'"
     if "\\" in doc_id:

@@ -13,9 +13,11 @@ from typing import Any
 def content_hash(title: str, text: str) -> str:
     """Stable hash of an article's content (title and normalised text)."""
     h = hashlib.sha256()
-    h.update(title.encode("utf-8"))
+    # surrogatepass: an article with a lone surrogate still hashes, so the engine can
+    # refuse it with a message (ingest.check_article) instead of failing here.
+    h.update(title.encode("utf-8", "surrogatepass"))
     h.update(b"\x00")
-    h.update(text.encode("utf-8"))
+    h.update(text.encode("utf-8", "surrogatepass"))
     return h.hexdigest()[:32]
 
 

@@ -19,7 +19,8 @@ everything else is rewritten under a new name and renamed over), applies the cha
 to the copy, then switches ``CURRENT`` with one atomic rename. A reader opens the
 generation ``CURRENT`` names and keeps it until it re-checks, so it sees the old or
 the new state, never a mix; a writer killed at any moment leaves ``CURRENT`` on the
-old generation and a ``*.tmp`` directory that the next writer removes.
+old generation and a ``*.tmp`` directory, or a renamed generation ``CURRENT`` never
+named, which the next writer removes (:func:`_cleanup`).
 """
 
 from __future__ import annotations
@@ -547,10 +548,9 @@ def create_index(root: Path, manifest_settings: dict[str, Any]) -> None:
     if is_index(root):
         return
     root.mkdir(parents=True, exist_ok=True)
+    _cleanup(root, None)  # a writer killed before CURRENT was first written
     gen = "gen-000001"
     tmp = root / (gen + ".tmp")
-    if tmp.exists():
-        shutil.rmtree(tmp)
     tmp.mkdir()
     lx.create(tmp / "lexical")
     ts = now_iso()
@@ -604,10 +604,19 @@ def _link_copy(src: Path, dst: Path) -> None:
     shutil.copytree(src, dst, copy_function=link)
 
 
-def _cleanup(root: Path, current: str) -> None:
-    cur = _gen_number(current)
+def _cleanup(root: Path, current: str | None) -> None:
+    """Remove what a killed writer left and what no reader can still hold. Caller holds the lock.
+
+    - ``gen-*.tmp``: a write that never finished;
+    - generations newer than ``CURRENT`` (or any, when there is no ``CURRENT``): a writer
+      killed after renaming its generation into place and before switching ``CURRENT``.
+      ``CURRENT`` never named them, so no reader has them open;
+    - generations older than the last ``KEEP_OLD_GENERATIONS``: readers that read
+      ``CURRENT`` just before a switch may still be opening those.
+    """
+    cur = _gen_number(current) if current is not None else None
     for p in root.iterdir():
-        if not p.name.startswith("gen-") or not p.is_dir():
+        if not p.name.startswith("gen-") or p.is_symlink() or not p.is_dir():
             continue
         if p.name.endswith(".tmp"):
             shutil.rmtree(p, ignore_errors=True)
@@ -616,7 +625,12 @@ def _cleanup(root: Path, current: str) -> None:
             n = _gen_number(p.name)
         except ValueError:
             continue
-        if n < cur - KEEP_OLD_GENERATIONS:
+        if cur is None and not (p / "lexical").is_dir():
+            continue  # not one of ours: an index folder holds nothing else named gen-*
+        if cur is None or n > cur:
+            log.warning("removing %s: a writer was stopped before it switched to it", p.name)
+            shutil.rmtree(p, ignore_errors=True)
+        elif n < cur - KEEP_OLD_GENERATIONS:
             shutil.rmtree(p, ignore_errors=True)
 
 
