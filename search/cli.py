@@ -446,7 +446,8 @@ def eval_cmd(
                 f"{m:7s} n={res.n}  hit@1={res.hit1:.3f}  recall@5={res.recall5:.3f}  mrr@10={res.mrr10:.3f}"
             )
             if res.answer1 is not None:
-                line += f"  answer@1={res.answer1:.3f}"
+                prec = "-" if res.short_precision is None else f"{res.short_precision:.3f}"
+                line += f"  answer@1={res.answer1:.3f}  short_precision={prec}  short_coverage={res.short_coverage:.3f}"
             click.echo(line)
             if res.misses:
                 qs = {q.id: q.question for q in questions}

@@ -62,6 +62,7 @@ class WriteReport:
     problems: list[str] = field(default_factory=list)
     passages: int = 0
     took_s: float = 0.0
+    stages: dict[str, float] = field(default_factory=dict)  # seconds: encode, ner, rest
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -74,6 +75,7 @@ class WriteReport:
             "problems": self.problems,
             "passages": self.passages,
             "took_s": round(self.took_s, 3),
+            "stages_s": {k: round(v, 3) for k, v in self.stages.items()},
         }
 
 
@@ -281,7 +283,7 @@ class Engine:
                 todo.append(a)
         if reset:
             report.removed = [d.id for d in self._backend.docs() if d.id not in by_id]
-        batch = self._prepare(todo, progress)
+        batch = self._prepare(todo, progress, report.stages)
         self._mark_duplicates(batch, report, reset)
         batch.reset = reset
         batch.sources = sources
@@ -289,22 +291,34 @@ class Engine:
         if todo or reset:
             self._backend.write(batch)
         report.took_s = time.perf_counter() - t0
+        report.stages["rest"] = report.took_s - sum(report.stages.values())
         return report
 
     def _prepare(
-        self, articles: list[Article], progress: Callable[[str, int, int], None] | None
+        self,
+        articles: list[Article],
+        progress: Callable[[str, int, int], None] | None,
+        stages: dict[str, float] | None = None,
     ) -> WriteBatch:
         from .chunk import chunk, segment
+        from .enrich import enrich
 
+        stages = {} if stages is None else stages
         batch = WriteBatch()
         all_passages: list[list[Passage]] = []
         for a in articles:
             ps = chunk(a.id, a.text, target_chars=CHUNK_TARGET, overlap=CHUNK_OVERLAP)
             all_passages.append(ps)
-            # Sentence spans are stored with each passage so the query-time reranker and
-            # the answer module never re-split text.
+            # Sentence spans are stored with each passage (and the article) so the
+            # query-time reranker and the answer stage never re-split text.
             units = [(u.start, u.end) for u in segment(a.text) if not u.heading]
+            a.sentences = units
             batch.sentences.append([[(s, e) for s, e in units if s >= p.start and e <= p.end] for p in ps])
+        t_ner = time.perf_counter()
+        if progress and articles:
+            progress("ner", 0, len(articles))
+        enrich(articles)
+        stages["ner"] = time.perf_counter() - t_ner
         texts = [p.text for ps in all_passages for p in ps]
         total = len(texts)
         done = 0
@@ -315,12 +329,24 @@ class Engine:
             if progress:
                 progress("encode", done, total)
 
+        t_enc = time.perf_counter()
         if texts:
             vectors = self.embedder.encode(texts, progress=tick)
             info = getattr(self.embedder, "info", None)
             batch.embedding = dict(info()) if callable(info) else {}
+            # Each sentence is encoded too, so the answer stage can tell which sentence
+            # states the asked fact in other words ("rose to head home" for "scored the
+            # winner") from vectors stored now, with no model at query time.
+            sent_texts = [a.text[s:e] for a in articles for s, e in a.sentences]
+            sv = self.embedder.encode(sent_texts).astype(np.float16) if sent_texts else None
+            at_s = 0
+            for a in articles:
+                n = len(a.sentences)
+                a.sentence_vectors = sv[at_s : at_s + n] if sv is not None else None
+                at_s += n
         else:
             vectors = np.zeros((0, 0), np.float32)
+        stages["encode"] = time.perf_counter() - t_enc
         at = 0
         for a, ps in zip(articles, all_passages):
             batch.articles.append(a)
@@ -361,6 +387,7 @@ class Engine:
         if report.removed:
             self._backend.write(WriteBatch(remove=report.removed))
         report.took_s = time.perf_counter() - t0
+        report.stages["rest"] = report.took_s - sum(report.stages.values())
         return report
 
     def reindex(self, progress: Callable[[str, int, int], None] | None = None) -> WriteReport:
@@ -435,8 +462,15 @@ class Engine:
         With ``collapse`` (default: the engine's setting, on), copies of one story
         count once: only the first copy's passages are returned, naming the others.
         """
+        return self._search(question, k, mode, collapse)[0]
+
+    def _search(
+        self, question: str, k: int, mode: str, collapse: bool | None
+    ) -> tuple[list[Hit], np.ndarray | None]:
+        """:meth:`search`, and the question's vector when dense retrieval computed one."""
         collapse = self.collapse_duplicates if collapse is None else collapse
         q = self.check_question(question)
+        vec: np.ndarray | None = None
         m = Mode.from_str(mode) if isinstance(mode, str) else Mode(mode)
         if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
             raise ValueError(f"k must be a whole number from 1 to {MAX_K}")
@@ -502,7 +536,7 @@ class Engine:
                 break
         for i, h in enumerate(hits, 1):
             h.rank = i
-        return hits
+        return hits, vec
 
     def ask(
         self,
@@ -520,12 +554,14 @@ class Engine:
         """
         t0 = time.perf_counter()
         depth = max(k, ANSWER_DEPTH) if answer else k
-        hits = self.search(question, k=depth, mode=mode, collapse=collapse)
+        hits, vec = self._search(question, depth, mode, collapse)
         block = None
         if answer:
             from .answer import build_answer
 
-            block = build_answer(question.strip(), hits, self)
+            if vec is None and hits:  # bm25 mode: the answer still compares sentences by meaning
+                vec = self.embedder.encode_query(question.strip())
+            block = build_answer(question.strip(), hits, self, vec)
         shown = hits[:k]
         if block is not None:
             cited = {s.passage_rank for s in block.sentences}

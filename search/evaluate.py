@@ -63,6 +63,11 @@ def read_questions(path: str | Path) -> list[Question]:
     return out
 
 
+def _answered(got: str | None, answers: list[str]) -> bool:
+    """Right when an accepted answer is in it (quotes, case and spacing aside)."""
+    return got is not None and any(normalise(x) in normalise(got) for x in answers)
+
+
 def relevant(text: str, evidence: list[str]) -> bool:
     t = normalise(text)
     return any(normalise(e) in t for e in evidence if e.strip())
@@ -76,6 +81,8 @@ class EvalResult:
     recall5: float
     mrr10: float
     answer1: float | None = None
+    short_precision: float | None = None  # of the short answers given, the share that are right
+    short_coverage: float | None = None  # the share of questions that get a short answer
     misses: list[str] = field(default_factory=list)
     answer_misses: list[str] = field(default_factory=list)
     per_question: list[dict[str, Any]] = field(default_factory=list)
@@ -91,6 +98,8 @@ class EvalResult:
         }
         if self.answer1 is not None:
             d["answer@1"] = round(self.answer1, 4)
+            d["short_precision"] = None if self.short_precision is None else round(self.short_precision, 4)
+            d["short_coverage"] = round(self.short_coverage or 0.0, 4)
         return d
 
 
@@ -99,6 +108,7 @@ def evaluate(
 ) -> EvalResult:
     """Run every question through ``engine`` and score the ranking (and the answer)."""
     hit1 = rec5 = mrr = ans = 0.0
+    shorts = short_right = 0
     misses: list[str] = []
     answer_misses: list[str] = []
     rows: list[dict[str, Any]] = []
@@ -119,11 +129,21 @@ def evaluate(
         if answers and result.answer is not None:
             a = result.answer
             got = a.text if a.text else (a.sentences[0].text if a.sentences else None)
-            ok = got is not None and any(x.lower() in got.lower() for x in q.answers)
+            ok = _answered(got, q.answers) if q.answers else not a.text  # none to give: give none
             ans += ok
+            if a.text:
+                shorts += 1
+                short_right += ok
             if not ok:
                 answer_misses.append(q.id)
-        rows.append({"id": q.id, "first_relevant": first, "answer": got})
+        rows.append(
+            {
+                "id": q.id,
+                "first_relevant": first,
+                "answer": got,
+                "short": bool(got and result.answer and result.answer.text),
+            }
+        )
     n = len(questions)
     return EvalResult(
         mode=mode,
@@ -132,6 +152,8 @@ def evaluate(
         recall5=rec5 / n,
         mrr10=mrr / n,
         answer1=(ans / n) if answers else None,
+        short_precision=(short_right / shorts) if answers and shorts else None,
+        short_coverage=(shorts / n) if answers else None,
         misses=misses,
         answer_misses=answer_misses,
         per_question=rows,

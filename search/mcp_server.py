@@ -55,17 +55,7 @@ def _fail(exc: Exception) -> CallToolResult:
 def answer_text(result: Answer, max_chars: int = 8000) -> str:
     """The readable form of an ask/search result: the answer line, then numbered passages."""
     lines: list[str] = []
-    block = result.answer
-    if block is not None:
-        if block.text:
-            cites = sorted({s.passage_rank for s in block.sentences})
-            ref = "".join(f"[{n}]" for n in cites)
-            of = f" ({block.support} of {block.articles} articles agree)" if block.articles else ""
-            lines.append(f"Answer: {block.text} {ref}{of}".rstrip())
-            for c in block.conflicts:
-                lines.append(f"Conflicting version: {c.text} ({c.support} articles)")
-        else:
-            lines.append("Answer: none found in the passages below.")
+    # to_context leads with the answer, its support and any conflicts, each cited [n].
     if not result.hits:
         lines.append("No passages match the question.")
         return "\n".join(lines)

@@ -35,27 +35,26 @@ def _cite(h: Hit) -> str:
 def print_answer(console: Console, result: Answer, engine: Any = None) -> None:
     block = result.answer
     if block is not None:
-        n_articles = block.articles or len({h.passage.doc_id for h in result.hits})
         if block.text:
             console.print(Text.assemble(("Answer: ", "bold"), (block.text, "bold green")))
         elif block.sentences:
-            console.print(Text.assemble(("Answer: ", "bold"), (f"“{block.sentences[0].text}”", "green")))
+            console.print(Text("No short answer. The best supporting sentence:", style="bold"))
         else:
             console.print(
-                Text("No passage answers this question directly; the closest passages follow.", style="bold")
+                Text("No short answer: no passage states it; the closest passages follow.", style="bold")
             )
         for s in block.sentences[:3]:
             console.print(Text.assemble("  “", (s.text, "italic"), f"” [{s.passage_rank}]"))
-        if block.sentences:
-            total = engine.stats()["documents"] if engine is not None else n_articles
-            console.print(Text(f"  Support: {block.support} of {total} articles", style="dim"))
+        if block.text:
+            console.print(Text(f"  {block.summary} · confidence {block.confidence:.2f}", style="dim"))
         for c in block.conflicts:
             cites = ", ".join(f"[{s.passage_rank}]" for s in c.sentences)
-            console.print(
-                Text.assemble(("  Conflict: ", "bold red"), f"{c.text} — {c.support} article(s) {cites}")
-            )
+            n = "1 article" if c.support == 1 else f"{c.support} articles"
+            console.print(Text.assemble(("  Conflict: ", "bold red"), f"{c.text} — {n} {cites}"))
             for s in c.sentences[:2]:
                 console.print(Text.assemble("    “", (s.text, "italic"), f"” [{s.passage_rank}]"))
+        if block.notice:
+            console.print(Text(f"  Note: {block.notice}", style="yellow"))
         console.print()
     if not result.hits:
         console.print("No passages matched.")

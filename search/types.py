@@ -33,6 +33,13 @@ class Article:
     published: str | None = None
     path: str | None = None  # where it was read from, for `search reindex`
     content_hash: str = ""
+    # Filled at index time (search.enrich), stored with the article, read by the answer stage:
+    # named entities as (start, end, label) and sentence spans (start, end), headings left out.
+    entities: list[tuple[int, int, str]] = field(default_factory=list)
+    sentences: list[tuple[int, int]] = field(default_factory=list)
+    # float16 [len(sentences), dim], L2-normalised: each sentence's embedding, for the answer
+    # stage to compare with the question's (kept by the backends beside the text, not in to_dict).
+    sentence_vectors: Any = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id:
@@ -52,6 +59,8 @@ class Article:
             "published": self.published,
             "path": self.path,
             "content_hash": self.content_hash,
+            "entities": [list(e) for e in self.entities],
+            "sentences": [list(s) for s in self.sentences],
         }
 
     @classmethod
@@ -65,6 +74,8 @@ class Article:
             published=d.get("published"),
             path=d.get("path"),
             content_hash=d.get("content_hash") or "",
+            entities=[(int(a), int(b), str(lab)) for a, b, lab in d.get("entities") or []],
+            sentences=[(int(a), int(b)) for a, b in d.get("sentences") or []],
         )
 
 
@@ -165,16 +176,42 @@ class AnswerBlock:
 
     text: str | None = None
     sentences: list[Sentence] = field(default_factory=list)
-    support: int = 0
+    support: int = 0  # distinct articles (copies counted once) whose sentence states the answer
     conflicts: list[Conflict] = field(default_factory=list)
-    articles: int = 0  # distinct articles among the passages considered ("n of m")
+    articles: int = 0  # the one denominator: articles among the candidates that address the question
+    confidence: float = 0.0  # 0-1; a short answer is given only above the calibrated threshold
+    outlets: list[str] = field(default_factory=list)  # who states it (source, else title)
+    notice: str | None = None  # e.g. the index predates stored entities: how to fix it
+
+    @property
+    def summary(self) -> str:
+        """The support in words, the same on every face: "4 of 5 articles agree (AFP, BBC Sport)"."""
+        if not self.text:
+            if not self.sentences:
+                return "No short answer: no passage states it."
+            return "No short answer: the articles do not state one clearly; the best supporting sentence is quoted."
+        who = (
+            f" ({', '.join(self.outlets[:4])}{', …' if len(self.outlets) > 4 else ''})"
+            if self.outlets
+            else ""
+        )
+        if self.support <= 1:
+            return f"One source{who}" + (
+                f", of {self.articles} articles on the question" if self.articles > 1 else ""
+            )
+        return f"{self.support} of {max(self.articles, self.support)} articles agree{who}"
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "text": self.text,
+            "summary": self.summary,
             "sentences": [s.to_dict() for s in self.sentences],
             "support": self.support,
+            "articles": self.articles,
+            "outlets": self.outlets,
+            "confidence": self.confidence,
             "conflicts": [c.to_dict() for c in self.conflicts],
+            "notice": self.notice,
         }
 
 
@@ -199,12 +236,35 @@ class Answer:
             d["answer"] = self.answer.to_dict()
         return d
 
+    def _answer_context(self) -> str:
+        """The answer, its support and any conflicts, each cited [n], for the head of a prompt."""
+        a = self.answer
+        if a is None or not a.sentences:
+            return ""
+
+        def cites(ss: list[Sentence]) -> str:
+            return "".join(f"[{n}]" for n in sorted({s.passage_rank for s in ss}))
+
+        if a.text:
+            lines = [f"Answer: {a.text} {cites(a.sentences)} — {a.summary}"]
+        else:
+            lines = [
+                f"No short answer; the best supporting sentence: “{a.sentences[0].text}” {cites(a.sentences[:1])}"
+            ]
+        for c in a.conflicts:
+            n = "1 article" if c.support == 1 else f"{c.support} articles"
+            lines.append(f"Conflicting version: {c.text} {cites(c.sentences)} — {n}")
+        return "\n".join(lines) + "\n"
+
     def to_context(self, max_chars: int = 4000) -> str:
         """Prompt-ready text: numbered passages, each with title, source and span, within a budget."""
         if max_chars <= 0:
             raise ValueError("max_chars must be positive")
         parts: list[str] = []
-        used = 0
+        lead = self._answer_context()
+        if lead:
+            parts.append(lead)
+        used = len(lead) + 1 if lead else 0
         for h in self.hits:
             p = h.passage
             src = f", {h.source}" if h.source else ""
@@ -212,7 +272,7 @@ class Answer:
             block = head + p.text.strip() + "\n"
             if used + len(block) > max_chars:
                 room = max_chars - used - len(head) - 2
-                if room > 80 and not parts:
+                if room > 80 and len(parts) <= (1 if lead else 0):
                     parts.append(head + p.text[:room].rstrip() + "…\n")
                 break
             parts.append(block)

@@ -160,6 +160,7 @@ SEGMENT_SUFFIXES = (
     ".sents.npy",
     ".sentoff.npy",
     ".minhash.npy",
+    ".sentvec.npy",
     ANN_SUFFIX,
 )
 
@@ -182,6 +183,13 @@ def _load_segment(gen_dir: Path, name: str) -> _Segment:
             f"{base}: {len(spans)} passages but {len(vectors)} vectors: rebuild with `search reindex`"
         )
     row_doc = np.repeat(np.arange(len(articles), dtype=np.int64), counts)
+    sv_path = Path(f"{base}.sentvec.npy")
+    if sv_path.exists():  # article sentence vectors, in article order (absent before entities)
+        sv = np.load(sv_path, mmap_mode="r", allow_pickle=False)
+        at = 0
+        for a in articles:
+            a.sentence_vectors = sv[at : at + len(a.sentences)]
+            at += len(a.sentences)
     return _Segment(
         name=name,
         vectors=vectors,
@@ -229,7 +237,21 @@ def _write_segment(
         save_npy(Path(f"{base}{suffix}"), arr)
     save_vectors(gen_dir / f"{name}.npy", vectors)
     write_ann(gen_dir / f"{name}.npy", vectors)
+    save_npy(
+        Path(f"{base}.sentvec.npy"), _sentence_vectors(articles, vectors.shape[1] if vectors.ndim == 2 else 0)
+    )
     return len(spans)
+
+
+def _sentence_vectors(articles: list[Article], dim: int) -> np.ndarray:
+    """The articles' sentence vectors stacked (zeros where an article has none)."""
+    parts = [
+        np.asarray(a.sentence_vectors, dtype=np.float16).reshape(len(a.sentences), -1)
+        if a.sentence_vectors is not None and len(a.sentence_vectors) == len(a.sentences)
+        else np.zeros((len(a.sentences), dim), np.float16)
+        for a in articles
+    ]
+    return np.concatenate(parts) if parts else np.zeros((0, dim), np.float16)
 
 
 class Snapshot:

@@ -30,6 +30,7 @@ generation and drops the caches when it moved.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
 import logging
@@ -52,6 +53,27 @@ from ..types import Article, Passage
 from . import DocRecord, WriteBatch
 
 log = logging.getLogger(__name__)
+
+
+def _article_dict(art: Article) -> dict[str, Any]:
+    """The article as stored: its dict, plus its sentence vectors (float16, base64)."""
+    d = art.to_dict()
+    if art.sentence_vectors is not None:
+        d["sentence_vectors"] = base64.b64encode(
+            np.asarray(art.sentence_vectors, np.float16).tobytes()
+        ).decode()
+    return d
+
+
+def _article_from(d: dict[str, Any]) -> Article:
+    raw = d.pop("sentence_vectors", None)
+    art = Article.from_dict(d)
+    if raw and art.sentences:
+        art.sentence_vectors = np.frombuffer(base64.b64decode(raw), np.float16).reshape(
+            len(art.sentences), -1
+        )
+    return art
+
 
 FORMAT = 1
 DEFAULT_PREFIX = "search"
@@ -680,7 +702,7 @@ class MilvusBackend:
 
     def article(self, doc_id: str) -> Article | None:
         blob = self._get_blob("doc", doc_id)
-        return Article.from_dict(json.loads(blob[1])) if blob else None
+        return _article_from(json.loads(blob[1])) if blob else None
 
     def manifest(self) -> dict[str, Any]:
         if self._manifest is None:
@@ -789,7 +811,7 @@ class MilvusBackend:
             )
             meta = dataclasses.asdict(rec)
             meta["minhash"] = batch.minhash[i] if i < len(batch.minhash) else ""
-            body = json.dumps(art.to_dict(), ensure_ascii=False)
+            body = json.dumps(_article_dict(art), ensure_ascii=False)
             drows.extend(self._blob_rows("doc", art.id, body, json.dumps(meta, ensure_ascii=False)))
 
         # 1. new passages in (same ids replace the old rows in place)

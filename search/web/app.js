@@ -183,14 +183,6 @@
     return list;
   }
 
-  function supportLine(n, stats, passages) {
-    if (stats && Number.isInteger(stats.documents)) {
-      return `${plural(n, "article")} of the ${stats.documents} in the index say this.`;
-    }
-    const shown = new Set(passages.map((p) => p.doc_id)).size;
-    return `${plural(n, "article")} of the ${shown} among these passages say this.`;
-  }
-
   function drawAnswer(data, stats, byRank) {
     const answer = data.answer;
     if (!answer) return null;
@@ -207,11 +199,12 @@
       section.append(el("h2", { id: "answer-heading" }, "Answer"), el("p", { class: "short-answer" }, answer.text));
     } else {
       section.append(
-        el("h2", { id: "answer-heading" }, "Closest sentence"),
-        el("p", { class: "muted" }, "No short answer could be pulled out; this is what the articles say."),
+        el("h2", { id: "answer-heading" }, "No short answer"),
+        el("p", { class: "muted" }, "The articles do not state one clearly; this is the best supporting sentence."),
       );
     }
-    section.append(el("p", { class: "support" }, supportLine(answer.support, stats, data.passages)));
+    // One wording on every face (the CLI, MCP and this page): the server's own summary.
+    if (answer.text) section.append(el("p", { class: "support" }, answer.summary));
     if (!conflicts.length) {
       section.append(evidenceList(answer.sentences, answer.text, byRank));
       return section;

@@ -1,0 +1,142 @@
+"""The answer block, in five stages with plain data between them:
+
+1. :mod:`.question`   question -> answer type, words, tense (a table, no model);
+2. :mod:`.candidates` the top passages' stored sentences, scored, with the focus they name;
+3. :mod:`.typed`      stored entities of the asked kind in those sentences;
+4. :mod:`.agreement`  candidates grouped by value, counted by distinct articles;
+5. :mod:`.confidence` a calibrated score; below its threshold there is no short answer,
+   and the best supporting sentence is quoted instead.
+
+Every short answer is an exact span of a cited sentence, and every sentence an exact
+span of its article. Nothing here loads a model: entities and sentence spans were
+stored at index time (:mod:`search.enrich`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..types import AnswerBlock, Article, Conflict, Hit, Sentence
+from .agreement import Cluster, cluster, corroborate, same_event
+from .candidates import Sent, collect
+from .confidence import confidence, features, threshold
+from .question import QuestionInfo, analyse, label_fit
+from .typed import candidates, entity_at
+
+__all__ = ["Decision", "QuestionInfo", "analyse", "build_answer", "decide"]
+
+MAX_SENTENCES = 5
+ADDRESS_REL = 0.5  # a sentence stating half the question's weight addresses it
+CONFLICT_FIT = 0.75  # only a value plainly of the asked kind contradicts (a minute, not "later")
+OLD_INDEX = "this index was built before entities were stored: run `search reindex` to get short answers"
+
+
+def _getter(engine: Any) -> Any:
+    get = getattr(engine, "get_document", None)
+
+    def article(doc_id: str) -> Article | None:
+        try:
+            return get(doc_id) if get is not None else None
+        except Exception:  # removed since the search, or a fake engine: use the passage text
+            return None
+
+    return article
+
+
+def _story(engine: Any) -> Any:
+    rec = getattr(engine, "document_record", None)
+    cache: dict[str, str] = {}
+
+    def story(doc_id: str) -> str:
+        if doc_id not in cache:
+            try:
+                cache[doc_id] = (rec(doc_id).duplicate_of if rec else None) or doc_id
+            except Exception:
+                cache[doc_id] = doc_id
+        return cache[doc_id]
+
+    return story
+
+
+def _cite(s: Sent) -> Sentence:
+    return Sentence(text=s.text, doc_id=s.doc_id, start=s.start, end=s.end, passage_rank=s.rank)
+
+
+def _outlet(a: Article) -> str:
+    """The outlet's name where the article gives one, else its id (titles are too long to list)."""
+    return a.source or a.id
+
+
+@dataclass
+class Decision:
+    """What the stages found, before the threshold: for the block, and for fitting confidence."""
+
+    q: QuestionInfo
+    sents: list[Sent]
+    clusters: list[Cluster]
+    addressing: int
+    features: dict[str, float] | None
+    old_index: bool
+
+
+def decide(question: str, hits: Sequence[Hit], engine: Any, qvec: Any = None) -> Decision:
+    q = analyse(question)
+    story = _story(engine)
+    sents, _focus = collect(q, hits, _getter(engine), qvec)
+    cands = candidates(q, sents)
+    clusters = cluster(q.atype, cands, story)
+    if clusters:
+        corroborate(q.atype, clusters[0], sents, story, entity_at)
+        addressing = len({story(c.sent.doc_id) for c in cands} | set(clusters[0].articles))
+    else:
+        addressing = len({story(s.doc_id) for s in sents if s.focus > 0 and s.rel >= ADDRESS_REL})
+    old = bool(sents) and any(not s.article.sentences for s in sents)
+    feats = features(q, clusters, addressing) if clusters else None
+    return Decision(q, sents, clusters, addressing, feats, old)
+
+
+def build_answer(question: str, hits: Sequence[Hit], engine: Any, qvec: Any = None) -> AnswerBlock:
+    """The answer block for ``hits``; ``qvec`` (the question's embedding) lets stored sentence
+    vectors say which sentences state the asked fact in other words."""
+    d = decide(question, hits, engine, qvec)
+    block = AnswerBlock(articles=d.addressing, notice=OLD_INDEX if d.old_index else None)
+    if not d.clusters or d.features is None:
+        best = max((s for s in d.sents if s.usable), key=lambda s: s.score, default=None)
+        if best is not None:
+            block.sentences = [_cite(best)]
+        return block
+    top = d.clusters[0]
+    block.confidence = round(confidence(d.features), 4)
+    chosen = sorted(top.articles.values(), key=lambda c: -c.score)
+    block.support = top.support
+    block.outlets = sorted({_outlet(c.sent.article) for c in chosen})
+    if block.confidence >= threshold():
+        block.text = top.text
+        block.sentences = [_cite(c.sent) for c in chosen[:MAX_SENTENCES]]
+    else:
+        block.sentences = [_cite(chosen[0].sent)]
+    if d.q.single:
+        block.conflicts = _conflicts(d.q.atype, top, d.clusters[1:], same_event(top, d.sents))
+    return block
+
+
+def _conflicts(atype: str, top: Cluster, others: list[Cluster], same: Any) -> list[Conflict]:
+    """Other values, each from articles that never state the winning one, in a sentence that
+    names the question's focus and describes the same event as the winning sentences (so the
+    ages of two different players, or a goal in another match, are no conflict)."""
+    out = []
+    for cl in others:
+        mine = [
+            c
+            for key, c in cl.articles.items()
+            if key not in top.articles
+            and c.sent.strict
+            and label_fit(atype, c.label) >= CONFLICT_FIT
+            and same(c.sent)
+        ]
+        if mine:
+            mine.sort(key=lambda c: -c.score)
+            out.append(Conflict(text=cl.text, support=len(mine), sentences=[_cite(c.sent) for c in mine[:3]]))
+    return out

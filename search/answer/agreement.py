@@ -1,0 +1,172 @@
+"""Stage 4, agreement: candidates that state the same value, counted by distinct articles.
+
+Near-duplicate copies (syndicated stories) count once. A person named in full in one
+article and by surname in another is one value ("Lautaro Martinez" ~ "Martinez");
+minutes, scores and amounts are compared by their numbers.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .candidates import Sent
+from .typed import Candidate, fold
+
+AGREE = 0.35
+# Types where a shorter value inside a longer one is the same value: "Martinez" in
+# "Lautaro Martinez", "Sunday" in "Sunday, July 19".
+_CONTAINS = frozenset({"person", "team", "club", "place", "date", "name"})
+CORROBORATE_ROUNDS = 3
+CORROBORATE = 0.25  # share of a sentence's own terms that the winning sentences' event must hold
+_NUM = re.compile(r"\d+(?:[.,]\d+)?")
+_NUMBER_TYPES = frozenset({"minute", "score", "money", "number", "duration"})
+_WORD_NUMBERS = {
+    w: str(i)
+    for i, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+        "sixteen seventeen eighteen nineteen twenty".split()
+    )
+}
+
+
+@dataclass
+class Cluster:
+    key: str
+    members: list[Candidate] = field(default_factory=list)
+    articles: dict[str, Candidate] = field(default_factory=dict)  # story key -> its best candidate
+
+    @property
+    def score(self) -> float:
+        """The best article's score, plus a share of every other article's that agrees.
+
+        Agreement counts, but a name every report mentions (the team, the star) must not
+        outvote the one sentence that states the asked fact.
+        """
+        scores = sorted((c.score for c in self.articles.values()), reverse=True)
+        return scores[0] + AGREE * sum(scores[1:]) if scores else 0.0
+
+    @property
+    def support(self) -> int:
+        return len(self.articles)
+
+    @property
+    def text(self) -> str:
+        """The fullest form the articles use ("Lautaro Martinez" over "Martinez")."""
+        forms: dict[str, float] = {}
+        for c in self.members:
+            forms[c.text] = forms.get(c.text, 0.0) + c.score
+        return max(forms, key=lambda f: (len(_tokens(f)), forms[f]))
+
+
+def _tokens(s: str) -> list[str]:
+    return [_WORD_NUMBERS.get(w, w) for w in re.findall(r"[^\W_]+", fold(s))]
+
+
+def value_key(atype: str, text: str) -> str:
+    if atype in _NUMBER_TYPES:
+        nums = _NUM.findall(text) or [t for t in _tokens(text) if t.isdigit()]
+        if nums:
+            if atype == "score":
+                return "-".join(sorted(nums, reverse=True))  # 2-1 and 1-2 are one result
+            return " ".join(nums)
+    return " ".join(_tokens(text))
+
+
+def cluster(atype: str, cands: list[Candidate], story: Callable[[str], str]) -> list[Cluster]:
+    """Group candidates by value; a shorter name joins the longer one that contains its words."""
+    by_key: dict[str, Cluster] = {}
+    for c in sorted(cands, key=lambda c: -len(_tokens(c.text))):
+        k = value_key(atype, c.text)
+        if not k:
+            continue
+        target = by_key.get(k)
+        if target is None and atype in _CONTAINS:
+            words = set(k.split())
+            for other in by_key.values():
+                if words and words <= set(other.key.split()):
+                    target = other
+                    break
+        if target is None:
+            target = by_key[k] = Cluster(k)
+        target.members.append(c)
+        s = story(c.sent.doc_id)
+        if s not in target.articles or c.score > target.articles[s].score:
+            target.articles[s] = c
+    return sorted(by_key.values(), key=lambda cl: -cl.score)
+
+
+def _idf(sents: list[Sent]) -> dict[str, float]:
+    df: dict[str, int] = {}
+    for s in sents:
+        for k in s.keys:
+            df[k] = df.get(k, 0) + 1
+    n = len(sents) or 1
+    return {k: math.log(1 + n / (1 + d)) for k, d in df.items()}
+
+
+def same_event(top: Cluster, sents: list[Sent]) -> Callable[[Sent], bool]:
+    """Whether a sentence describes the event the winning sentences describe."""
+    idf = _idf(sents)
+    ctx = context(top, idf)
+    own = set(_keys_of(top.key))
+    return lambda s: overlap(s, ctx, idf, own) >= CORROBORATE
+
+
+def context(cl: Cluster, idf: dict[str, float]) -> dict[str, float]:
+    """The event the winning sentences describe: their terms, weighted by rarity."""
+    own = set(_keys_of(cl.key))
+    terms: dict[str, float] = {}
+    for c in cl.articles.values():
+        for k in c.sent.keys:
+            if k not in own:
+                terms[k] = idf.get(k, 0.0)
+    return terms
+
+
+def _keys_of(value: str) -> list[str]:
+    return [w[:5] for w in value.split()]
+
+
+def overlap(s: Sent, ctx: dict[str, float], idf: dict[str, float], own: set[str]) -> float:
+    """Share of sentence ``s``'s own weight (the value's words aside) that the context states."""
+    mine = {k: idf.get(k, 0.0) for k in s.keys if k not in own}
+    total = sum(mine.values()) or 1.0
+    return sum(w for k, w in mine.items() if k in ctx) / total
+
+
+def corroborate(
+    atype: str, top: Cluster, sents: list[Sent], story: Callable[[str], str], entity_at: Callable[..., Any]
+) -> None:
+    """Count the articles that state the winning value about the same event in other words.
+
+    "Lautaro Martinez rose to head home in stoppage time" shares none of "who scored the
+    winner"'s words, but it names the winner and shares the event's terms (head, home,
+    stoppage, time) with the sentences that do: that article agrees, and its sentence is
+    cited. Sentences must name the question's focus too.
+    """
+    idf = _idf(sents)
+    want = set(top.key.split())
+    own = set(_keys_of(top.key))
+    for _round in range(CORROBORATE_ROUNDS):  # each agreeing sentence widens the event's terms
+        ctx = context(top, idf)
+        grew = False
+        for s in sents:
+            key = story(s.doc_id)
+            if key in top.articles or s.focus <= 0 or overlap(s, ctx, idf, own) < CORROBORATE:
+                continue
+            c = entity_at(s, lambda text: _same(atype, want, text))
+            if c is not None:
+                top.members.append(c)
+                top.articles[key] = c
+                grew = True
+        if not grew:
+            return
+
+
+def _same(atype: str, want: set[str], text: str) -> bool:
+    got = set(value_key(atype, text).split())
+    return bool(got) and (want <= got or (got <= want and atype in _CONTAINS))

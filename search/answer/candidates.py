@@ -1,0 +1,199 @@
+"""Stage 2, candidate sentences: the sentences of the top passages, each scored for how
+much of the question it states, and whether it (or its passage) names the question's focus.
+
+The focus is what the question names: the question's words that the retrieved
+articles' stored entities contain ("chelsea", "portsmouth", "fernandez"), and any
+capitalised word or scoreline. A sentence that states the focus itself fits fully;
+one whose passage or article lead names it fits partly; one that names none cannot
+give the short answer (it may still be quoted when nothing better exists).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..text import LOOKS_AHEAD, STOP_WORDS, analyze_spans, term
+from ..types import Article, Hit
+from .question import QuestionInfo, table
+
+# A sentence in the passage or lead around the one that names the focus still counts, less.
+FOCUS_NEAR = 0.8
+FOCUS_TITLE = 0.5
+RELATED_WEIGHT = 0.6  # a football synonym of a question term ("keeper" for "goalkeeper")
+PREFIX = 5  # "equaliser"/"equalised" and "minute"/"minutes" meet on their first five letters
+LEAD_CHARS = 400
+# Retrieval ranked the passage for the whole question: a sentence of a top passage that
+# shares few of its (often generic) words can still hold the answer ("where was the
+# match played": "... at Mercedes-Benz Stadium in Atlanta").
+REL_FLOOR = 0.3
+TOP_PASSAGES = 3
+FOCUS_MISS = 0.25  # a focus word the article never states: likely another story
+NAME_LABELS = frozenset("PERSON ORG GPE NORP FAC LOC VENUE EVENT WORK_OF_ART PRODUCT".split())
+OFF_CUE = 0.3
+# MiniLM cosine of a question with a sentence: ~0.2 says nothing, ~0.6 states the fact.
+DENSE_FLOOR = 0.15
+DENSE_FULL = 0.6
+DENSE_WEIGHT = 0.5
+
+
+@dataclass
+class Sent:
+    doc_id: str
+    start: int
+    end: int
+    text: str
+    rank: int  # the citation number: rank of the passage that holds it
+    article: Article
+    rel: float = 0.0  # share of the question's weight this sentence states (0..1)
+    focus: float = 1.0  # 1: the sentence names the focus; FOCUS_NEAR: its surroundings do
+    strict: bool = True  # every focus word is in the sentence itself
+    tense: float = 1.0
+    cue: float = 1.0
+    keys: frozenset[str] = frozenset()
+    dense: float = 0.0  # the question's cosine with the sentence's stored vector, scaled to 0..1  # analysed terms (first PREFIX letters) of the sentence
+    hits: list[int] = field(default_factory=list)  # offsets (in the sentence) of matched words
+
+    @property
+    def usable(self) -> bool:
+        return self.focus > 0 and (self.rel > 0 or self.rank <= TOP_PASSAGES)
+
+    @property
+    def score(self) -> float:
+        rel = max(self.rel, REL_FLOOR) if self.rank <= TOP_PASSAGES else self.rel
+        return rel * self.focus * self.tense * self.cue * rank_prior(self.rank)
+
+
+def rank_prior(rank: int) -> float:
+    return 1.0 / math.sqrt(max(rank, 1))
+
+
+def _key(term: str) -> str:
+    return term[:PREFIX] if len(term) > PREFIX else term
+
+
+def _sentence_spans(a: Article, start: int, end: int) -> list[tuple[int, int]]:
+    if a.sentences:
+        return [(s, e) for s, e in a.sentences if s >= start and e <= end]
+    from ..chunk import segment  # an index built before sentences were stored
+
+    return [(u.start, u.end) for u in segment(a.text) if not u.heading and u.start >= start and u.end <= end]
+
+
+def cue_pattern(atype: str) -> re.Pattern[str] | None:
+    rx = table().get("cues", {}).get(atype)
+    return re.compile(rx, re.I) if rx else None
+
+
+def focus_words(q: QuestionInfo, articles: Sequence[Article]) -> list[str]:
+    """The question's words that name something: in a stored entity, or capitalised."""
+    ent_words: set[str] = set()
+    for a in articles:
+        for s, e, label in a.entities:
+            if label in NAME_LABELS:
+                ent_words.update(w.lower() for w in re.findall(r"[^\W_]+", a.text[s:e]))
+    ent_words -= STOP_WORDS
+    named = {n.lower() for n in q.names}
+    out = []
+    for w in q.words:
+        base = re.sub(r"['’]s$", "", w)
+        if (base in ent_words or w in named) and base not in out and len(base) > 1:
+            out.append(base)
+    return out
+
+
+def collect(
+    q: QuestionInfo, hits: Sequence[Hit], get_article: Callable[[str], Article | None], qvec: Any = None
+) -> tuple[list[Sent], list[str]]:
+    """The candidate sentences of ``hits`` (each once, best rank kept) and the focus words."""
+    arts: dict[str, Article] = {}
+    for h in hits:
+        d = h.passage.doc_id
+        if d not in arts:
+            a = get_article(d)
+            if a is None or a.text[h.passage.start : h.passage.end] != h.passage.text:
+                a = Article(id=d, title="", text=h.passage.text) if a is None else a
+            arts[d] = a
+    focus = focus_words(q, list(arts.values()))
+    seen: dict[tuple[str, int], Sent] = {}
+    for h in sorted(hits, key=lambda h: h.rank):
+        p = h.passage
+        a = arts[p.doc_id]
+        lo, hi = (p.start, p.end) if a.text[p.start : p.end] == p.text else (0, len(a.text))
+        for s, e in _sentence_spans(a, lo, hi):
+            if (p.doc_id, s) not in seen:
+                seen[(p.doc_id, s)] = Sent(p.doc_id, s, e, a.text[s:e], h.rank or 1, a)
+    sents = list(seen.values())
+    _score(q, sents, focus)
+    if qvec is not None:
+        _meaning(sents, np.asarray(qvec, np.float32).reshape(-1))
+    return sents, focus
+
+
+def _meaning(sents: list[Sent], qvec: np.ndarray) -> None:
+    """Blend in how close each sentence's stored vector is to the question's."""
+    index: dict[str, dict[tuple[int, int], int]] = {}
+    for s in sents:
+        a = s.article
+        vecs = a.sentence_vectors
+        if vecs is None or len(vecs) != len(a.sentences):
+            continue
+        pos = index.setdefault(a.id, {span: i for i, span in enumerate(a.sentences)})
+        i = pos.get((s.start, s.end))
+        if i is None:
+            continue
+        cos = float(np.asarray(vecs[i], np.float32) @ qvec)
+        s.dense = min(1.0, max(0.0, (cos - DENSE_FLOOR) / (DENSE_FULL - DENSE_FLOOR)))
+        s.rel = (1 - DENSE_WEIGHT) * s.rel + DENSE_WEIGHT * s.dense
+
+
+def _score(q: QuestionInfo, sents: list[Sent], focus: list[str]) -> None:
+    keyed = [[(_key(t), a) for t, a, _ in analyze_spans(s.text)] for s in sents]
+    n = len(sents) or 1
+    df: dict[str, int] = {}
+    for ks in keyed:
+        for k in {k for k, _ in ks}:
+            df[k] = df.get(k, 0) + 1
+    want = {_key(t): 1.0 for t in q.terms}
+    for t in q.related:
+        want.setdefault(_key(t), RELATED_WEIGHT)
+    weight = {k: w * math.log(1 + n / (1 + df.get(k, 0))) for k, w in want.items()}
+    total = sum(weight[_key(t)] for t in set(q.terms)) or 1.0
+    focus_keys = [_key(term(f)) for f in focus]
+    cue = cue_pattern(q.atype)
+    for s, ks in zip(sents, keyed):
+        present = {k for k, _ in ks}
+        s.keys = frozenset(present)
+        s.rel = min(1.0, sum(weight[k] for k in present if k in weight) / total)
+        # Words of the predicate ("joined", "winner"), not the focus, place the answer.
+        s.hits = [a for k, a in ks if k in weight and k not in focus_keys]
+        if cue is not None and not cue.search(s.text):
+            s.cue = OFF_CUE
+        missing = [f for f in focus_keys if f not in present]
+        s.strict = not missing
+        if missing:
+            near = s.article.text[max(0, s.start - 600) : s.end + 300].lower()
+            lead = (s.article.title + " " + s.article.text[:LEAD_CHARS]).lower()
+            whole = s.article.text.lower()
+            fit = 1.0
+            for f in missing:
+                fit *= (
+                    FOCUS_NEAR
+                    if f in near
+                    else FOCUS_TITLE
+                    if f in lead
+                    else 0.4
+                    if f in whole
+                    else FOCUS_MISS
+                )
+            s.focus = fit if len(missing) < len(focus_keys) or fit >= FOCUS_TITLE**2 else 0.0
+        ahead = bool(LOOKS_AHEAD.search(s.text))
+        if q.tense == "future":
+            s.tense = 1.0 if ahead else 0.6
+        elif q.tense == "past" and ahead:
+            s.tense = 0.5

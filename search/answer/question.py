@@ -1,0 +1,114 @@
+"""Stage 1, the question: what kind of answer it wants, which words it is about, and its tense.
+
+Plain data out (:class:`QuestionInfo`), no index access. The rules are a table,
+``question_types.json``: an ordered list of (regex, answer type), the soft fit of entity
+labels to each type, and the tense markers.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import cache, lru_cache
+from importlib import resources
+from typing import Any
+
+from ..text import QUESTION_WORDS, STOP_WORDS, analyze, term
+from ..vocab import expand
+
+_WORD = re.compile(r"\d+(?:[-–]\d+)+|[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
+_POSS = re.compile(r"['’]s?$")
+_SCORE = re.compile(r"^\d{1,2}[-–]\d{1,2}$")
+
+
+@lru_cache(maxsize=1)
+def table() -> dict[str, Any]:
+    raw = resources.files("search.answer").joinpath("question_types.json").read_text(encoding="utf-8")
+    t = json.loads(raw)
+    t["_rules"] = [(re.compile(rx), typ) for rx, typ in t["rules"]]
+    t["_future"] = re.compile(t["future"])
+    t["_past"] = re.compile(t["past"])
+    return t
+
+
+@dataclass(frozen=True)
+class QuestionInfo:
+    text: str
+    atype: str  # a key of the table's "labels", or "sentence" when no short answer is typed
+    terms: tuple[str, ...]  # analysed content terms (as the index stores them)
+    related: tuple[str, ...]  # football synonyms of the terms, weighed lower
+    words: tuple[str, ...]  # lower-cased words of the question, question words left out
+    names: tuple[str, ...]  # words written with a capital (after the first word), or scorelines
+    tense: str  # "future", "past" or "present"
+
+    @property
+    def single(self) -> bool:
+        """One true value (a minute, a date, a score): different values are conflicts."""
+        return self.atype in table()["single"]
+
+
+_SUBCLAUSE = re.compile(r"\s(?:when|after|before|because|while|since|until|as|so that|despite)\s.*$")
+
+
+def answer_type(q: str) -> str:
+    """The type the main clause asks for: "who was in charge when Santini quit" wants a person."""
+    low = (
+        _SUBCLAUSE.sub("", q.lower().replace("’", "'"), count=1)
+        if not q.lower().startswith(("when", "after", "before", "since", "until"))
+        else q.lower().replace("’", "'")
+    )
+    for rx, typ in table()["_rules"]:
+        if rx.search(low):
+            return str(typ)
+    return "sentence"
+
+
+def analyse(question: str) -> QuestionInfo:
+    q = question.strip()
+    low = q.lower()
+    toks = [(m.group(), m.start()) for m in _WORD.finditer(q)]
+    t = table()
+    atype = answer_type(q)
+    type_words = set(t.get("type_words", {}).get(atype, []))
+    words = tuple(
+        _POSS.sub("", w.lower())
+        for w, _ in toks
+        if w.lower() not in QUESTION_WORDS and w.lower() not in STOP_WORDS and w.lower() not in type_words
+    )
+    names = tuple(
+        _POSS.sub("", w)
+        for i, (w, _) in enumerate(toks)
+        if (i > 0 and w[:1].isupper() and w.lower() not in QUESTION_WORDS) or _SCORE.match(w)
+    )
+    own = {term(w) for w in type_words}
+    terms = tuple(x for x in analyze(q) if x not in QUESTION_WORDS and x not in own)
+    tense = "future" if t["_future"].search(low) else "past" if t["_past"].search(low) else "present"
+    return QuestionInfo(
+        text=q,
+        atype=atype,
+        terms=terms,
+        related=tuple(expand(list(terms))),
+        words=words,
+        names=names,
+        tense=tense,
+    )
+
+
+def label_fit(atype: str, label: str, text: str = "") -> float:
+    """How well an entity label (and its text) answers this type (0 when it cannot)."""
+    if text and text.lower() in excluded(atype):
+        return 0.0
+    return float(table()["labels"].get(atype, {}).get(label, 0.0))
+
+
+@cache
+def excluded(atype: str) -> frozenset[str]:
+    """Names that never answer ``atype`` (a data file named by the table's "not_of_type")."""
+    name = table().get("not_of_type", {}).get(atype)
+    if not name:
+        return frozenset()
+    raw = resources.files("search.data").joinpath(name).read_text(encoding="utf-8")
+    return frozenset(
+        line.strip().lower() for line in raw.splitlines() if line.strip() and not line.startswith("#")
+    )

