@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 Q      ?= who scored the winner
 
-.PHONY: setup ask test lint bench clean-index
+.PHONY: setup ask test lint chromium bench clean-index
 
 # torch is pinned and installed first: 2.13.0 is the CPU build on this machine's
 # disk; letting sentence-transformers pull a bare `torch` would fetch a multi-GB
@@ -23,12 +23,24 @@ setup: $(BIN)/search
 ask: setup
 	$(BIN)/search ask "$(Q)"
 
-test: setup
+# The browser tests of the web page need Debian's chromium: installed here when it is
+# missing and we are root; otherwise the one command to run is printed and the run stops
+# (never a silent skip).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else \
+	    echo "the web page tests need Chromium: sudo apt-get install -y chromium" >&2; exit 1; \
+	  fi; }
+
+test: setup chromium
 	$(BIN)/python -m pytest -q
 
 lint: setup
 	$(BIN)/ruff check search tests scripts
 	$(BIN)/ruff format --check search tests scripts
+	$(BIN)/mypy search
 
 clean-index:
 	rm -rf index/CURRENT index/gen-* index/.lock

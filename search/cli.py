@@ -172,7 +172,13 @@ def _print_report(report: Any, what: str) -> None:
     if report.duplicates:
         parts.append(f"{len(report.duplicates)} near-duplicates grouped")
     summary = ", ".join(parts) or "nothing changed"
-    c.print(f"{what}: {summary}; {report.passages} passages encoded in {report.took_s:.1f} s")
+    st = report.stages
+    split = (
+        f" (encode {st.get('encode', 0):.1f} s, NER {st.get('ner', 0):.1f} s, rest {st.get('rest', 0):.1f} s)"
+        if report.passages
+        else ""
+    )
+    c.print(f"{what}: {summary}; {report.passages} passages in {report.took_s:.1f} s{split}")
 
 
 def _build(engine: Any, paths: list[str], reset: bool) -> Any:

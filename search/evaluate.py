@@ -3,7 +3,10 @@
 Each line: ``id``, ``question``, ``answers`` (acceptable short answers) and
 ``evidence`` (substrings of the articles). A passage is relevant when, after curly
 quotes become straight, white space is collapsed and case is lowered, it contains
-any evidence string.
+any evidence string. A question with neither answers nor evidence is one no article
+answers: it is right when no short answer is given, and left out of the retrieval
+figures. ``short_precision`` is the share of short answers given that are right,
+``short_coverage`` the share of questions that get one.
 """
 
 from __future__ import annotations
@@ -109,19 +112,24 @@ def evaluate(
     """Run every question through ``engine`` and score the ranking (and the answer)."""
     hit1 = rec5 = mrr = ans = 0.0
     shorts = short_right = 0
+    retrieval_n = len(questions)
     misses: list[str] = []
     answer_misses: list[str] = []
     rows: list[dict[str, Any]] = []
     depth = max(k, 10)
     for q in questions:
         result = engine.ask(q.question, k=depth, mode=mode, answer=answers)
-        rel = [relevant(h.passage.text, q.evidence) for h in result.hits[:depth]]
+        if not q.evidence:  # a question no article answers: scored for its answer only
+            retrieval_n -= 1
+            rel: list[bool] = []
+        else:
+            rel = [relevant(h.passage.text, q.evidence) for h in result.hits[:depth]]
         first = next((i for i, r in enumerate(rel) if r), None)
         if first == 0:
             hit1 += 1
         if first is not None and first < 5:
             rec5 += 1
-        else:
+        elif q.evidence:
             misses.append(q.id)
         if first is not None and first < 10:
             mrr += 1.0 / (first + 1)
@@ -145,12 +153,13 @@ def evaluate(
             }
         )
     n = len(questions)
+    rn = max(retrieval_n, 1)
     return EvalResult(
         mode=mode,
         n=n,
-        hit1=hit1 / n,
-        recall5=rec5 / n,
-        mrr10=mrr / n,
+        hit1=hit1 / rn,
+        recall5=rec5 / rn,
+        mrr10=mrr / rn,
         answer1=(ans / n) if answers else None,
         short_precision=(short_right / shorts) if answers and shorts else None,
         short_coverage=(shorts / n) if answers else None,

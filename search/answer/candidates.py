@@ -28,6 +28,7 @@ FOCUS_TITLE = 0.5
 RELATED_WEIGHT = 0.6  # a football synonym of a question term ("keeper" for "goalkeeper")
 PREFIX = 5  # "equaliser"/"equalised" and "minute"/"minutes" meet on their first five letters
 LEAD_CHARS = 400
+ADJACENT = 2  # question words at most this many words apart count as standing together
 # Retrieval ranked the passage for the whole question: a sentence of a top passage that
 # shares few of its (often generic) words can still hold the answer ("where was the
 # match played": "... at Mercedes-Benz Stadium in Atlanta").
@@ -169,7 +170,21 @@ def _score(q: QuestionInfo, sents: list[Sent], focus: list[str]) -> None:
     for s, ks in zip(sents, keyed):
         present = {k for k, _ in ks}
         s.keys = frozenset(present)
-        s.rel = min(1.0, sum(weight[k] for k in present if k in weight) / total)
+        found = sum(weight[k] for k in present if k in weight)
+        if found:  # question words that stand together in the sentence as in the question
+            pos: dict[str, list[int]] = {}
+            for i, (k, _) in enumerate(ks):
+                pos.setdefault(k, []).append(i)
+            qk = [_key(t) for t in q.terms]
+            for a, b in zip(qk, qk[1:]):
+                if (
+                    a != b
+                    and a in pos
+                    and b in pos
+                    and any(abs(x - y) <= ADJACENT for x in pos[a] for y in pos[b])
+                ):
+                    found += 0.5 * (weight[a] + weight[b])
+        s.rel = min(1.0, found / total)
         # Words of the predicate ("joined", "winner"), not the focus, place the answer.
         s.hits = [a for k, a in ks if k in weight and k not in focus_keys]
         if cue is not None and not cue.search(s.text):

@@ -9,13 +9,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .candidates import Sent
-from .question import QuestionInfo, label_fit
+from .question import QuestionInfo, label_fit, table
 
 PROXIMITY_WORDS = 12  # an entity this many words from the question's matched words counts half
 _LEAD_THE = re.compile(r"^(?:the|a|an)\s+", re.I)
 _POSSESSIVE = re.compile(r"['’]s?$")
 _LETTER = re.compile(r"[^\W\d_]")
 _NEEDS_LETTERS = frozenset({"person", "team", "place"})
+_NUMBERISH = re.compile(
+    r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|"
+    r"hundred|thousand|half|first|second|third|fourth|fifth|stoppage|injury|added)\b",
+    re.I,
+)
 
 
 @dataclass
@@ -54,6 +59,7 @@ def candidates(q: QuestionInfo, sents: list[Sent]) -> list[Candidate]:
     if q.atype == "sentence":
         return []
     qwords = {fold(w) for w in q.words} | {fold(n) for n in q.names}
+    numeric = set(table().get("needs_number", []))
     out: list[Candidate] = []
     for s in sents:
         if not s.usable:
@@ -67,6 +73,8 @@ def candidates(q: QuestionInfo, sents: list[Sent]) -> list[Candidate]:
             if fit <= 0:
                 continue
             if not text.strip() or (q.atype in _NEEDS_LETTERS and not _LETTER.search(text)):
+                continue
+            if q.atype in numeric and not _NUMBERISH.search(text):
                 continue
             if _words(text) & qwords:
                 continue  # the question's own subject is not its answer
