@@ -308,3 +308,25 @@ def test_seeds_entities_are_stored_with_exact_spans(seed_engine) -> None:
         for s, e, label in a.entities:
             assert 0 <= s < e <= len(a.text) and label
         assert any(a.text[s:e] == "Lautaro Martinez" and lab == "PERSON" for s, e, lab in a.entities)
+
+
+def test_wrong_kinds_from_the_issue_are_not_answers() -> None:
+    """An age is no ban length; a number that does not count what is asked fits less."""
+    arts = [
+        article(
+            "mutu.txt",
+            "The 25-year-old Mutu was given a seven-month ban by the FA. Chelsea sacked the 25-year-old.",
+            [("25-year-old", "DATE"), ("Mutu", "PERSON"), ("seven-month ban", "DURATION"), ("FA", "ORG"),
+             ("Chelsea", "ORG")],
+        ),
+        article(
+            "run.txt",
+            "Chelsea opened a 10-point lead at the top with five wins in a row for Chelsea.",
+            [("Chelsea", "ORG"), ("10", "CARDINAL"), ("five", "CARDINAL")],
+        ),
+    ]
+    d = decide("how long was Mutu banned", hits_of(arts), FakeEngine(arts))
+    assert d.clusters[0].text == "seven-month ban"
+    assert all("year-old" not in c.text for cl in d.clusters for c in cl.members)
+    d = decide("how many wins in a row did Chelsea have", hits_of(arts[1:]), FakeEngine(arts[1:]))
+    assert d.clusters[0].text == "five"

@@ -41,6 +41,7 @@ class QuestionInfo:
     words: tuple[str, ...]  # lower-cased words of the question, question words left out
     names: tuple[str, ...]  # words written with a capital (after the first word), or scorelines
     tense: str  # "future", "past" or "present"
+    counted: str = ""  # the noun a "how many" question counts ("goals"), as an index term
 
     @property
     def single(self) -> bool:
@@ -84,6 +85,7 @@ def analyse(question: str) -> QuestionInfo:
     own = {term(w) for w in type_words}
     terms = tuple(x for x in analyze(q) if x not in QUESTION_WORDS and x not in own)
     tense = "future" if t["_future"].search(low) else "past" if t["_past"].search(low) else "present"
+    m = re.search(t["counted"], low) if t.get("counted") else None
     return QuestionInfo(
         text=q,
         atype=atype,
@@ -92,12 +94,16 @@ def analyse(question: str) -> QuestionInfo:
         words=words,
         names=names,
         tense=tense,
+        counted=term(m.group(1)) if m else "",
     )
 
 
 def label_fit(atype: str, label: str, text: str = "") -> float:
     """How well an entity label (and its text) answers this type (0 when it cannot)."""
     if text and text.lower() in excluded(atype):
+        return 0.0
+    rx = table().get("not_of_type_pattern", {}).get(atype)
+    if text and rx and re.search(rx, text.lower()):
         return 0.0
     return float(table()["labels"].get(atype, {}).get(label, 0.0))
 

@@ -9,9 +9,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .candidates import Sent
+from ..text import term
 from .question import QuestionInfo, label_fit, table
 
-PROXIMITY_WORDS = 12  # an entity this many words from the question's matched words counts half
+PROXIMITY_WORDS = 12
+COUNT_MISS = 0.4  # a number not followed by what the question counts
+_WORD_RE = re.compile(r"[^\W_]+")  # an entity this many words from the question's matched words counts half
 _LEAD_THE = re.compile(r"^(?:the|a|an)\s+", re.I)
 _POSSESSIVE = re.compile(r"['’]s?$")
 _LETTER = re.compile(r"[^\W\d_]")
@@ -79,6 +82,9 @@ def candidates(q: QuestionInfo, sents: list[Sent]) -> list[Candidate]:
             if _words(text) & qwords:
                 continue  # the question's own subject is not its answer
             near = _proximity(s, a - s.start, b - s.start)
+            if q.counted:  # "how many goals": "158 goals", not "10-point"
+                after = s.article.text[a : b + 40]
+                fit *= 1.0 if any(q.counted[:5] == term(w)[:5] for w in _WORD_RE.findall(after.lower())[:4]) else COUNT_MISS
             out.append(Candidate(text, a, b, label, s, s.score * fit * near, near))
     return out
 
