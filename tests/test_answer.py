@@ -316,8 +316,13 @@ def test_wrong_kinds_from_the_issue_are_not_answers() -> None:
         article(
             "mutu.txt",
             "The 25-year-old Mutu was given a seven-month ban by the FA. Chelsea sacked the 25-year-old.",
-            [("25-year-old", "DATE"), ("Mutu", "PERSON"), ("seven-month ban", "DURATION"), ("FA", "ORG"),
-             ("Chelsea", "ORG")],
+            [
+                ("25-year-old", "DATE"),
+                ("Mutu", "PERSON"),
+                ("seven-month ban", "DURATION"),
+                ("FA", "ORG"),
+                ("Chelsea", "ORG"),
+            ],
         ),
         article(
             "run.txt",

@@ -8,8 +8,8 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .candidates import Sent
 from ..text import term
+from .candidates import Sent
 from .question import QuestionInfo, label_fit, table
 
 PROXIMITY_WORDS = 12
@@ -84,7 +84,11 @@ def candidates(q: QuestionInfo, sents: list[Sent]) -> list[Candidate]:
             near = _proximity(s, a - s.start, b - s.start)
             if q.counted:  # "how many goals": "158 goals", not "10-point"
                 after = s.article.text[a : b + 40]
-                fit *= 1.0 if any(q.counted[:5] == term(w)[:5] for w in _WORD_RE.findall(after.lower())[:4]) else COUNT_MISS
+                fit *= (
+                    1.0
+                    if any(q.counted[:5] == term(w)[:5] for w in _WORD_RE.findall(after.lower())[:4])
+                    else COUNT_MISS
+                )
             out.append(Candidate(text, a, b, label, s, s.score * fit * near, near))
     return out
 
