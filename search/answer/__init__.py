@@ -87,6 +87,10 @@ def decide(question: str, hits: Sequence[Hit], engine: Any, qvec: Any = None) ->
     sents, _focus = collect(q, hits, _getter(engine), qvec)
     cands = candidates(q, sents)
     clusters = cluster(q.atype, cands, story)
+    if any(s.hits for s in sents):
+        # A value that only stands beside the focus ("Morgan Rogers" in every sentence about
+        # Gordon) is outranked by one from a sentence that states what is asked ("joined").
+        clusters.sort(key=lambda cl: (not any(c.sent.hits for c in cl.articles.values()), -cl.score))
     if clusters:
         corroborate(q.atype, clusters[0], sents, story, entity_at)
         addressing = len({story(c.sent.doc_id) for c in cands} | set(clusters[0].articles))
