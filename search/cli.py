@@ -215,7 +215,8 @@ def _write(
     """Open (or create) the index and add ``paths`` (``reset``: the index holds exactly these)."""
     emb = _writer_embedder(workers)
     try:
-        with _open(index_dir, create=True, backend=backend, uri=uri, embedder=emb) as engine:
+        # Only `search index` creates an index: `add` into a mistyped --index is an error.
+        with _open(index_dir, create=reset, backend=backend, uri=uri, embedder=emb) as engine:
             return _build(engine, paths, reset=reset)
     finally:
         if emb is not None:
@@ -302,7 +303,10 @@ def _ensure_index(index_dir: str, backend: str, uri: str | None, preload: bool =
     try:
         return Engine.open(index_dir, backend=backend, uri=uri, preload=preload)
     except IndexMissingError:
-        if not Path(SEEDS).is_dir():
+        # Only the default index is built from seeds/ on first use; a --index (or
+        # SEARCH_INDEX) that does not exist is most likely a typo: say how to create it.
+        source = click.get_current_context().get_parameter_source("index_dir")
+        if source is not click.core.ParameterSource.DEFAULT or not Path(SEEDS).is_dir():
             raise
     _err_console().print(f"No index at {index_dir}: building one from {SEEDS}/ first.")
     engine = Engine.open(index_dir, create=True, backend=backend, uri=uri)

@@ -179,7 +179,9 @@ class Engine:
                     "directory or remove it and run `search index`"
                 )
             if not create:
-                raise IndexMissingError(f"no index at {self.path}: build one with `search index [PATH...]`")
+                raise IndexMissingError(
+                    f"no index at {self.path}: create it with `search index --index {self.path} [PATH...]`"
+                )
             with writer_lock(self.path):
                 create_index(self.path, self._settings())
         backend = LocalBackend(self.path)

@@ -171,4 +171,23 @@ def test_ask_without_index_or_seeds(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     monkeypatch.chdir(tmp_path)  # no seeds/ here to build from
     r = run("ask", "who scored the winner", "--index", "missing")
     assert r.exit_code == 1
-    assert r.stderr.strip() == "Error: no index at missing: build one with `search index [PATH...]`"
+    assert (
+        r.stderr.strip()
+        == "Error: no index at missing: create it with `search index --index missing [PATH...]`"
+    )
+
+
+def test_a_mistyped_index_is_an_error_not_a_new_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#16: inside a checkout (seeds/ present) --index typo used to build a new index quietly."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "seeds").mkdir()
+    (tmp_path / "seeds" / "a.txt").write_text(
+        "Title\nLautaro Martinez scored the winner.\n", encoding="utf-8"
+    )
+    for args in (("ask", "who scored"), ("add", "seeds/a.txt"), ("remove", "a.txt")):
+        r = run(*args, "--index", "indx")
+        assert r.exit_code == 1, args
+        assert "no index at indx: create it with `search index --index indx" in r.stderr
+    assert not (tmp_path / "indx").exists()
