@@ -181,10 +181,10 @@ def _print_report(report: Any, what: str) -> None:
     c.print(f"{what}: {summary}; {report.passages} passages in {report.took_s:.1f} s{split}")
 
 
-def _build(engine: Any, paths: list[str], reset: bool) -> Any:
+def _build(engine: Any, paths: list[str], reset: bool, **opts: Any) -> Any:
     prog, cb = _progress_bar()
     with prog:
-        report = engine.add(paths, reset=reset, progress=cb)
+        report = engine.add(paths, reset=reset, progress=cb, **opts)
     return report
 
 
@@ -210,14 +210,20 @@ def index_cmd(
 
 
 def _write(
-    index_dir: str, backend: str, uri: str | None, workers: str | None, paths: list[str], reset: bool
+    index_dir: str,
+    backend: str,
+    uri: str | None,
+    workers: str | None,
+    paths: list[str],
+    reset: bool,
+    **opts: Any,
 ) -> Any:
     """Open (or create) the index and add ``paths`` (``reset``: the index holds exactly these)."""
     emb = _writer_embedder(workers)
     try:
         # Only `search index` creates an index: `add` into a mistyped --index is an error.
         with _open(index_dir, create=reset, backend=backend, uri=uri, embedder=emb) as engine:
-            return _build(engine, paths, reset=reset)
+            return _build(engine, paths, reset=reset, **opts)
     finally:
         if emb is not None:
             emb.close()
@@ -234,15 +240,31 @@ def _require_paths(paths: list[str]) -> None:
 @_index_option
 @_workers_option
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option(
+    "--root",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Corpus folder the ids of single files are relative to (default: the folder they were "
+    "indexed from, or their own folder).",
+)
+@click.option("--replace", is_flag=True, help="Let a different file take an id that is already used.")
 def add_cmd(
-    paths: tuple[str, ...], index_dir: str, backend: str, uri: str | None, workers: str | None, as_json: bool
+    paths: tuple[str, ...],
+    index_dir: str,
+    backend: str,
+    uri: str | None,
+    workers: str | None,
+    as_json: bool,
+    root: str | None,
+    replace: bool,
 ) -> None:
     """Add or replace articles in place (files, folders, .jsonl, .html, feeds).
 
-    Unchanged articles are skipped. Example: search add new-reports/
+    Unchanged articles are skipped; a different file under an id already used is refused
+    unless --replace. Example: search add raw/cricket/105.txt --root raw
     """
     _require_paths(list(paths))
-    report = _write(index_dir, backend, uri, workers, list(paths), reset=False)
+    report = _write(index_dir, backend, uri, workers, list(paths), reset=False, root=root, replace=replace)
     if as_json:
         click.echo(json.dumps(report.to_dict()))
     else:

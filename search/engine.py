@@ -60,6 +60,7 @@ class WriteReport:
     missing: list[str] = field(default_factory=list)
     duplicates: dict[str, str] = field(default_factory=dict)  # doc id → id of the copy it duplicates
     problems: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)  # ids taken by a different file (no --replace)
     passages: int = 0
     took_s: float = 0.0
     stages: dict[str, float] = field(default_factory=dict)  # seconds: encode, ner, rest
@@ -73,6 +74,7 @@ class WriteReport:
             "missing": self.missing,
             "duplicates": self.duplicates,
             "problems": self.problems,
+            "refused": self.refused,
             "passages": self.passages,
             "took_s": round(self.took_s, 3),
             "stages_s": {k: round(v, 3) for k, v in self.stages.items()},
@@ -238,11 +240,18 @@ class Engine:
         *,
         reset: bool = False,
         progress: Callable[[str, int, int], None] | None = None,
+        root: str | os.PathLike[str] | None = None,
+        replace: bool = False,
     ) -> WriteReport:
         """Add or replace articles (paths to files or folders, or :class:`Article` objects).
 
         A document whose id exists is replaced; one whose content is unchanged is
         skipped. Problems with single files or lines are reported, the rest goes in.
+
+        Ids of files are paths relative to a corpus root: ``root`` if given, else the root
+        the same file was indexed under before, else the recorded source folder that holds
+        it, else the folder given (a single file: its own folder). A *different* file whose
+        id is taken is refused (named in the report) unless ``replace``.
         """
         t0 = time.perf_counter()
         report = WriteReport()
@@ -263,7 +272,9 @@ class Engine:
         if paths:
             from .ingest import load
 
-            loaded, problems = load(paths)
+            loaded, problems = load(paths, self._root_finder(root))
+            if not reset:
+                loaded = self._refuse_collisions(loaded, replace, report)
             articles.extend(loaded)
             report.problems.extend(str(p) for p in problems)
             sources = [str(p.resolve()) for p in paths if p.exists()]
@@ -298,6 +309,46 @@ class Engine:
         report.took_s = time.perf_counter() - t0
         report.stages["rest"] = report.took_s - sum(report.stages.values())
         return report
+
+    def _root_finder(self, root: str | os.PathLike[str] | None) -> Callable[[Path], Path | None]:
+        """The corpus root of each path given to :meth:`add`, so an id never depends on how
+        the file was added (``search index DIR`` and ``search add DIR/sub/file`` agree)."""
+        if root is not None:
+            fixed = Path(root).resolve()
+            return lambda p: fixed
+        folders = sorted(
+            (Path(s) for s in self._backend.manifest().get("sources") or [] if Path(s).is_dir()),
+            key=lambda f: -len(f.parts),
+        )
+        by_path = {d.path: d.id for d in self._backend.docs() if d.path}
+
+        def find(p: Path) -> Path | None:
+            if p.is_dir():
+                return None  # a folder given is its own root
+            rp = str(p.resolve())
+            doc_id = by_path.get(rp)
+            if doc_id and rp.endswith("/" + doc_id):
+                return Path(rp[: -len(doc_id) - 1])  # indexed before: keep its id
+            return next((f for f in folders if f in Path(rp).parents), None)
+
+        return find
+
+    def _refuse_collisions(self, loaded: list[Article], replace: bool, report: WriteReport) -> list[Article]:
+        """Drop articles whose id belongs to a different file, unless ``replace``."""
+        if replace:
+            return loaded
+        keep = []
+        for a in loaded:
+            old = self._backend.doc(a.id)
+            if old is not None and old.path and a.path and old.path != a.path:
+                report.problems.append(
+                    f"{a.path}: id {a.id!r} is already {old.path}; not added: give --root so the "
+                    "ids differ, or --replace to replace it"
+                )
+                report.refused.append(a.id)
+                continue
+            keep.append(a)
+        return keep
 
     def _prepare(
         self,

@@ -136,23 +136,31 @@ class IngestReport:
 
 def load(
     paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    root_of: Callable[[Path], Path | None] | None = None,
 ) -> tuple[list[Article], list[IngestProblem]]:
     """Read every path (file or folder) into articles; problems (and warnings) are returned, not raised.
 
+    ``root_of`` gives the corpus root a path's ids are relative to (default: the folder
+    given, or a single file's own folder).
+
     >>> articles, problems = load("seeds")  # doctest: +SKIP
     """
-    report = ingest(paths)
+    report = ingest(paths, root_of)
     return report.articles, report.problems
 
 
-def ingest(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> IngestReport:
+def ingest(
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    root_of: Callable[[Path], Path | None] | None = None,
+) -> IngestReport:
     """Like :func:`load`, with the count of files skipped inside folders, and a warning per duplicate id."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     report = IngestReport()
     seen: dict[str, str] = {}
     for p in paths:
-        for item in read_path(p, on_skip=report.skipped.append):
+        root = root_of(Path(p)) if root_of is not None else None
+        for item in read_path(p, root, on_skip=report.skipped.append):
             if isinstance(item, IngestProblem):
                 report.problems.append(item)
                 continue

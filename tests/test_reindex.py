@@ -204,3 +204,30 @@ def test_html_and_feed_metadata_reach_citations(hash_engine, tmp_path: Path) -> 
     hit = hash_engine.search("goalkeeper contract", k=1, mode="bm25")[0]
     d = hit.to_dict()
     assert d["url"] == "https://example.com/keeper" and d["published"].startswith("2026-12-01")
+
+
+def test_ids_do_not_depend_on_how_a_file_was_added(hash_engine, tmp_path: Path) -> None:
+    """#16: `search index DIR` and `search add DIR/sub/file` give one id; a different file is refused."""
+    raw = tmp_path / "raw"
+    for cat, body in (
+        ("football", "Chelsea sack Mutu after a positive test."),
+        ("cricket", "Windies women upbeat."),
+    ):
+        (raw / cat).mkdir(parents=True)
+        (raw / cat / "105.txt").write_text(f"{cat} 105\n{body} More words follow here.\n", encoding="utf-8")
+    hash_engine.index([raw])
+    assert sorted(d.id for d in hash_engine.documents()) == ["cricket/105.txt", "football/105.txt"]
+    r = hash_engine.add([raw / "football" / "105.txt"])  # the same file, given alone
+    assert r.unchanged == ["football/105.txt"] and not r.added
+
+    other = tmp_path / "elsewhere" / "football"
+    other.mkdir(parents=True)
+    (other / "105.txt").write_text(
+        "another\nA different story entirely, with its own words.\n", encoding="utf-8"
+    )
+    r = hash_engine.add([other / "105.txt"], root=tmp_path / "elsewhere")
+    assert r.refused == ["football/105.txt"] and not r.added and not r.replaced
+    assert "--replace" in r.problems[-1] and str(raw / "football" / "105.txt") in r.problems[-1]
+    assert "Chelsea" in hash_engine.get_document("football/105.txt").text
+    r = hash_engine.add([other / "105.txt"], root=tmp_path / "elsewhere", replace=True)
+    assert r.replaced == ["football/105.txt"]
