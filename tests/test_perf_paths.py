@@ -144,9 +144,13 @@ def test_sq8_ann_recall_on_a_small_sample() -> None:
 
 def _corpus(seed: int, n: int) -> dict[str, str]:
     rng = random.Random(seed)
-    words = ("goal winner equaliser header minute england argentina messi kane stoppage penalty save "
-             "cross corner keeper striker defender referee var offside").split()
-    return {f"d{i // 3}#{i % 3}": " ".join(rng.choice(words) for _ in range(rng.randint(3, 40))) for i in range(n)}
+    words = (
+        "goal winner equaliser header minute england argentina messi kane stoppage penalty save "
+        "cross corner keeper striker defender referee var offside"
+    ).split()
+    return {
+        f"d{i // 3}#{i % 3}": " ".join(rng.choice(words) for _ in range(rng.randint(3, 40))) for i in range(n)
+    }
 
 
 def _build(path: Path, docs: dict[str, str]) -> None:
@@ -167,7 +171,13 @@ def test_lexical_fast_path_equals_whoosh(tmp_path: Path, limit: int) -> None:
     docs = _corpus(1, 600)
     _build(tmp_path / "lex", docs)
     ix = lx.LexicalIndex(tmp_path / "lex")
-    for q in ["winner", "who scored the winner", "messi header messi", "keeper save penalty corner", "nothing"]:
+    for q in [
+        "winner",
+        "who scored the winner",
+        "messi header messi",
+        "keeper save penalty corner",
+        "nothing",
+    ]:
         terms = query_terms(q)
         _same(ix.search(terms, limit), ix.search_whoosh(terms, limit))
     terms = query_terms("striker goal")
