@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from .errors import SearchError
+from .errors import QueryError, SearchError
 
 log = logging.getLogger("search")
 
@@ -130,12 +130,20 @@ def _index_option(f: Callable[..., Any]) -> Callable[..., Any]:
     )(f)
 
 
+class _BadQuestion(click.ClickException):
+    """A question that cannot be searched: a usage mistake (exit 2), told in one line."""
+
+    exit_code = 2
+
+
 class _Group(click.Group):
     """Turns the package's errors into one-line messages with a non-zero exit."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except QueryError as e:
+            raise _BadQuestion(str(e)) from None
         except SearchError as e:
             raise click.ClickException(str(e)) from None
         except ValueError as e:  # bad arguments at the API boundary
@@ -479,10 +487,25 @@ def _serving_engine(index_dir: str, backend: str, uri: str | None, embedder: str
 )
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
 @click.option("--access-log", is_flag=True, help="Log every request on stderr.")
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="A name the Host header may carry (repeatable; `*`: any). Default: the loopback names "
+    "when bound to loopback, any otherwise. Or SEARCH_ALLOWED_HOSTS=a,b.",
+)
 @click.option("--embedder", type=click.Choice(_EMBEDDERS), default="auto", hidden=True)
 @_index_option
 def serve_cmd(
-    host: str, port: int, access_log: bool, embedder: str, index_dir: str, backend: str, uri: str | None
+    host: str,
+    port: int,
+    access_log: bool,
+    allowed_hosts: tuple[str, ...],
+    embedder: str,
+    index_dir: str,
+    backend: str,
+    uri: str | None,
 ) -> None:
     """Serve the HTTP API (JSON; OpenAPI docs at /docs).
 
@@ -491,12 +514,16 @@ def serve_cmd(
 
     Example: SEARCH_API_TOKEN=s3cret search serve --port 8000
     """
-    from .server import TOKEN_ENV, create_app, serve
+    from .server import LOOPBACK_HOSTS, TOKEN_ENV, create_app, serve
 
-    if host not in ("127.0.0.1", "localhost", "::1"):
+    hosts = list(allowed_hosts) or [
+        h.strip() for h in os.environ.get("SEARCH_ALLOWED_HOSTS", "").split(",") if h.strip()
+    ]
+    if host not in LOOPBACK_HOSTS:
         _err_console().print(f"warning: binding {host}: anyone who can reach it can query the index")
+        hosts = hosts or ["*"]
     with _serving_engine(index_dir, backend, uri, embedder) as engine:
-        app = create_app(engine, token=os.environ.get(TOKEN_ENV) or None)
+        app = create_app(engine, token=os.environ.get(TOKEN_ENV) or None, allowed_hosts=hosts or None)
         serve(app, host=host, port=port, access_log=access_log)
 
 
