@@ -158,9 +158,31 @@ def cli(verbose: bool) -> None:
 
     Example: search ask "who scored the winner"
     """
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
-    )
+    _configure_logging(verbose)
+
+
+def _ours(record: logging.LogRecord) -> bool:
+    return record.name == "search" or record.name.startswith("search.")
+
+
+def _configure_logging(verbose: bool) -> None:
+    """Without -v, the user sees only this package's warnings (each problem once, one line):
+    libraries' messages (trafilatura's parse errors, model-loading progress bars) go nowhere.
+    With -v, everything from INFO up, from every library, is shown."""
+    root = logging.getLogger()
+    for h in [h for h in root.handlers if getattr(h, "_search_cli", False)]:
+        root.removeHandler(h)
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    handler._search_cli = True  # type: ignore[attr-defined]
+    if not verbose:
+        handler.addFilter(_ours)
+        # Read when huggingface_hub / transformers / tqdm are imported, which is later.
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "critical")
+        os.environ.setdefault("TQDM_DISABLE", "1")
+    root.addHandler(handler)
+    root.setLevel(logging.INFO if verbose else logging.WARNING)
 
 
 def _print_report(report: Any, what: str) -> None:
