@@ -155,7 +155,9 @@ def max_p(passages: Sequence[tuple[str, float]], doc_of: Callable[[str], str]) -
     return sorted(best.items(), key=lambda t: (-t[1], t[0]))
 
 
-def engine_runs(e: Any, queries: dict[str, str], depth: int, analyser: str = "query") -> tuple[Run, Run, dict[str, float]]:
+def engine_runs(
+    e: Any, queries: dict[str, str], depth: int, analyser: str = "query"
+) -> tuple[Run, Run, dict[str, float]]:
     backend = e._backend
     doc_of = lambda pid: pid.rsplit("#", 1)[0]  # noqa: E731  passage ids are f"{doc_id}#{n}"
     lex: Run = {}
@@ -219,7 +221,9 @@ def bm25s_run(corpus: list[dict[str, Any]], queries: dict[str, str]) -> tuple[Ru
     return drop_self(run), {"build_s": build, "ms_p50": statistics.median(times) * 1000}
 
 
-def st_faiss_run(corpus: list[dict[str, Any]], queries: dict[str, str], work: Path) -> tuple[Run, dict[str, float]]:
+def st_faiss_run(
+    corpus: list[dict[str, Any]], queries: dict[str, str], work: Path
+) -> tuple[Run, dict[str, float]]:
     """Plain sentence-transformers + FAISS flat over whole documents (title + text)."""
     import faiss
 
@@ -235,7 +239,9 @@ def st_faiss_run(corpus: list[dict[str, Any]], queries: dict[str, str], work: Pa
         t0 = time.perf_counter()
         vecs = st.model.encode(
             [(d.get("title") or "") + " " + d["text"] for d in corpus],
-            batch_size=64, normalize_embeddings=True, convert_to_numpy=True,
+            batch_size=64,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
         ).astype(np.float32)
         enc_s = time.perf_counter() - t0
         np.save(cache, vecs)
@@ -265,8 +271,12 @@ def main() -> None:
     ap.add_argument("--fuse-depth", type=int, default=100, help="documents of each list that are fused")
     ap.add_argument("--fusion", default="tuned", help="tuned (on train), rrf, or convex:ALPHA")
     ap.add_argument("--chunk-target", type=int, default=None, help="experiment: passage size in characters")
-    ap.add_argument("--analyser", choices=["query", "index"], default="query",
-                    help="query: the engine's query_terms; index: the indexing analyser")
+    ap.add_argument(
+        "--analyser",
+        choices=["query", "index"],
+        default="query",
+        help="query: the engine's query_terms; index: the indexing analyser",
+    )
     args = ap.parse_args()
 
     corpus = read_jsonl(args.data / "corpus.jsonl")
@@ -311,25 +321,45 @@ def main() -> None:
         b_run, b_t = bm25s_run(corpus, q_test)
         peers.append(("bm25s (lucene, whole docs)", evaluate(b_run, test), f"{b_t['ms_p50']:.2f} ms/query"))
         s_run, s_t = st_faiss_run(corpus, q_test, args.work)
-        peers.append(("sentence-transformers + FAISS flat (whole docs)", evaluate(s_run, test),
-                      f"{s_t['ms_p50']:.2f} ms/query"))
+        peers.append(
+            (
+                "sentence-transformers + FAISS flat (whole docs)",
+                evaluate(s_run, test),
+                f"{s_t['ms_p50']:.2f} ms/query",
+            )
+        )
     e.close()
 
     out = {"dataset": args.data.name, **{name: m for name, m in rows}}
     if args.json:
         print(json.dumps(out))
-        log(json.dumps({"fusion": label, "tuning_train_ndcg@10": tuning, "passages": n_passages,
-                        "extra": dict((n, m) for n, m in extra), "peers": {n: m for n, m, _ in peers},
-                        "timing": timing}))
+        log(
+            json.dumps(
+                {
+                    "fusion": label,
+                    "tuning_train_ndcg@10": tuning,
+                    "passages": n_passages,
+                    "extra": dict((n, m) for n, m in extra),
+                    "peers": {n: m for n, m, _ in peers},
+                    "timing": timing,
+                }
+            )
+        )
         return
-    print(f"## BEIR {args.data.name}: {len(q_test)} test queries, {len(corpus)} documents, {n_passages} passages\n")
-    print(f"Machine: {machine()}. Date: {time.strftime('%Y-%m-%d')}. "
-          f"Hybrid = {label} (chosen on the train split).\n")
+    print(
+        f"## BEIR {args.data.name}: {len(q_test)} test queries, {len(corpus)} documents, {n_passages} passages\n"
+    )
+    print(
+        f"Machine: {machine()}. Date: {time.strftime('%Y-%m-%d')}. "
+        f"Hybrid = {label} (chosen on the train split).\n"
+    )
     print("| run | nDCG@10 | recall@100 | note |")
     print("|---|---|---|---|")
-    notes = {"bm25": f"engine whoosh BM25, MaxP, {timing['bm25_ms_p50']:.1f} ms/query p50",
-             "dense": f"engine ONNX MiniLM + vectors, MaxP, {timing['dense_ms_p50']:.1f} ms/query p50",
-             "hybrid": label}
+    notes = {
+        "bm25": f"engine whoosh BM25, MaxP, {timing['bm25_ms_p50']:.1f} ms/query p50",
+        "dense": f"engine ONNX MiniLM + vectors, MaxP, {timing['dense_ms_p50']:.1f} ms/query p50",
+        "hybrid": label,
+    }
     for name, m in rows + extra:
         print(f"| {name} | {m['ndcg@10']:.4f} | {m['recall@100']:.4f} | {notes.get(name, '')} |")
     for name, m, note in peers:

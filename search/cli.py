@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -143,9 +144,9 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except QueryError as e:
-            raise _BadQuestion(str(e)) from None
+            raise _BadQuestion(one_line(str(e))) from None
         except SearchError as e:
-            raise click.ClickException(str(e)) from None
+            raise click.ClickException(one_line(str(e))) from None
         except ValueError as e:  # bad arguments at the API boundary
             raise click.UsageError(str(e)) from None
 
@@ -185,10 +186,21 @@ def _configure_logging(verbose: bool) -> None:
     root.setLevel(logging.INFO if verbose else logging.WARNING)
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def one_line(text: str) -> str:
+    """``text`` as one printable line: control characters escaped (a file name may hold a
+    newline), lone surrogates (a name that is not UTF-8) shown as U+FFFD."""
+    from .ingest import printable
+
+    return printable(_CONTROL.sub(lambda m: ascii(m.group())[1:-1], text))
+
+
 def _print_report(report: Any, what: str) -> None:
     c = _err_console()
     for p in report.problems:
-        line = p if p.startswith("warning: ") else f"warning: {p}"
+        line = one_line(p if p.startswith("warning: ") else f"warning: {p}")
         c.print(line, markup=False, soft_wrap=True)
     parts = []
     if report.added:

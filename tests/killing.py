@@ -110,9 +110,15 @@ def campaign(
     engine_kwargs: Callable[[Path], dict[str, Any]],
     work: Path,
     rng: random.Random,
+    next_writer: Callable[[Path], list[str]] | None = None,
+    after_next: Callable[[set[str]], set[str]] | None = None,
 ) -> Outcome:
     """``kills`` runs of ``command`` on a fresh copy of the base index, each SIGKILLed at a
-    random moment up to 1.4x one uninterrupted run (so some land after the commit)."""
+    random moment up to 1.4x one uninterrupted run (so some land after the commit).
+
+    Then ``next_writer`` (by default ``command`` again) must succeed and leave
+    ``after_next(found)`` (by default the new state)."""
+    next_writer = next_writer or command
     out = Outcome()
     base = work / f"{name}-base"
     make_base(base)
@@ -144,12 +150,12 @@ def campaign(
                 out.failures.append(f"{name} kill {i}: the index does not answer")
             # The next writer succeeds, and leaves the new state.
             done = subprocess.run(
-                [sys.executable, "-m", "search", *command(run)], env=env(), capture_output=True, text=True
+                [sys.executable, "-m", "search", *next_writer(run)], env=env(), capture_output=True, text=True
             )
             if done.returncode != 0:
                 last = (done.stderr.strip().splitlines() or [""])[-1]
                 out.failures.append(f"{name} kill {i}: the next writer failed ({done.returncode}): {last}")
-            elif look(engine_kwargs(run))[0] != new:
+            elif look(engine_kwargs(run))[0] != (after_next(ids) if after_next else new):
                 out.failures.append(f"{name} kill {i}: the next writer did not reach the new state")
         except Exception as e:
             out.failures.append(f"{name} kill {i}: {type(e).__name__}: {e}")

@@ -184,3 +184,15 @@ def test_search_index_shows_no_model_loading_bar(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert "Loading weights" not in r.stderr and "it/s" not in r.stderr, r.stderr
     assert r.stderr.strip().splitlines() == [r.stderr.strip().splitlines()[-1]]
+
+
+def test_a_problem_with_a_newline_in_its_file_name_is_one_line(workdir: Path) -> None:
+    folder = workdir / "odd"
+    folder.mkdir()
+    (folder / "new\nline.txt").write_text("Kane scored.\n")
+    (folder / "fine.txt").write_text("Saka scored the winner in the final.\n")
+    r = CliRunner().invoke(cli, ["add", str(folder)], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    warn = [line for line in r.stderr.splitlines() if line.startswith("warning: ")]
+    assert len(warn) == 1 and "new\\nline.txt" in warn[0], r.stderr
+    assert all(line.startswith(("warning: ", "add: ")) for line in r.stderr.splitlines()), r.stderr
