@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any
 
 import click
 
-from .errors import SearchError
+from .errors import QueryError, SearchError
 
 log = logging.getLogger("search")
 
@@ -130,14 +131,22 @@ def _index_option(f: Callable[..., Any]) -> Callable[..., Any]:
     )(f)
 
 
+class _BadQuestion(click.ClickException):
+    """A question that cannot be searched: a usage mistake (exit 2), told in one line."""
+
+    exit_code = 2
+
+
 class _Group(click.Group):
     """Turns the package's errors into one-line messages with a non-zero exit."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except QueryError as e:
+            raise _BadQuestion(one_line(str(e))) from None
         except SearchError as e:
-            raise click.ClickException(str(e)) from None
+            raise click.ClickException(one_line(str(e))) from None
         except ValueError as e:  # bad arguments at the API boundary
             raise click.UsageError(str(e)) from None
 
@@ -150,15 +159,48 @@ def cli(verbose: bool) -> None:
 
     Example: search ask "who scored the winner"
     """
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
-    )
+    _configure_logging(verbose)
+
+
+def _ours(record: logging.LogRecord) -> bool:
+    return record.name == "search" or record.name.startswith("search.")
+
+
+def _configure_logging(verbose: bool) -> None:
+    """Without -v, the user sees only this package's warnings (each problem once, one line):
+    libraries' messages (trafilatura's parse errors, model-loading progress bars) go nowhere.
+    With -v, everything from INFO up, from every library, is shown."""
+    root = logging.getLogger()
+    for h in [h for h in root.handlers if getattr(h, "_search_cli", False)]:
+        root.removeHandler(h)
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    handler._search_cli = True  # type: ignore[attr-defined]
+    if not verbose:
+        handler.addFilter(_ours)
+        # Read when huggingface_hub / transformers / tqdm are imported, which is later.
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "critical")
+        os.environ.setdefault("TQDM_DISABLE", "1")
+    root.addHandler(handler)
+    root.setLevel(logging.INFO if verbose else logging.WARNING)
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def one_line(text: str) -> str:
+    """``text`` as one printable line: control characters escaped (a file name may hold a
+    newline), lone surrogates (a name that is not UTF-8) shown as U+FFFD."""
+    from .ingest import printable
+
+    return printable(_CONTROL.sub(lambda m: ascii(m.group())[1:-1], text))
 
 
 def _print_report(report: Any, what: str) -> None:
     c = _err_console()
     for p in report.problems:
-        line = p if p.startswith("warning: ") else f"warning: {p}"
+        line = one_line(p if p.startswith("warning: ") else f"warning: {p}")
         c.print(line, markup=False, soft_wrap=True)
     parts = []
     if report.added:
@@ -512,10 +554,25 @@ def _serving_engine(index_dir: str, backend: str, uri: str | None, embedder: str
 )
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
 @click.option("--access-log", is_flag=True, help="Log every request on stderr.")
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="A name the Host header may carry (repeatable; `*`: any). Default: the loopback names "
+    "when bound to loopback, any otherwise. Or SEARCH_ALLOWED_HOSTS=a,b.",
+)
 @click.option("--embedder", type=click.Choice(_EMBEDDERS), default="auto", hidden=True)
 @_index_option
 def serve_cmd(
-    host: str, port: int, access_log: bool, embedder: str, index_dir: str, backend: str, uri: str | None
+    host: str,
+    port: int,
+    access_log: bool,
+    allowed_hosts: tuple[str, ...],
+    embedder: str,
+    index_dir: str,
+    backend: str,
+    uri: str | None,
 ) -> None:
     """Serve the HTTP API (JSON; OpenAPI docs at /docs).
 
@@ -524,12 +581,16 @@ def serve_cmd(
 
     Example: SEARCH_API_TOKEN=s3cret search serve --port 8000
     """
-    from .server import TOKEN_ENV, create_app, serve
+    from .server import LOOPBACK_HOSTS, TOKEN_ENV, create_app, serve
 
-    if host not in ("127.0.0.1", "localhost", "::1"):
+    hosts = list(allowed_hosts) or [
+        h.strip() for h in os.environ.get("SEARCH_ALLOWED_HOSTS", "").split(",") if h.strip()
+    ]
+    if host not in LOOPBACK_HOSTS:
         _err_console().print(f"warning: binding {host}: anyone who can reach it can query the index")
+        hosts = hosts or ["*"]
     with _serving_engine(index_dir, backend, uri, embedder) as engine:
-        app = create_app(engine, token=os.environ.get(TOKEN_ENV) or None)
+        app = create_app(engine, token=os.environ.get(TOKEN_ENV) or None, allowed_hosts=hosts or None)
         serve(app, host=host, port=port, access_log=access_log)
 
 

@@ -496,8 +496,22 @@ class Engine:
 
     @staticmethod
     def check_question(question: str) -> str:
+        """The question, stripped, or :class:`QueryError` saying what is wrong with it.
+
+        Every face calls this once at its boundary (``search`` and ``ask`` call it too),
+        so a question that cannot be searched never reaches a retriever or a model.
+        """
         if not isinstance(question, str):
             raise QueryError("the question must be text")
+        try:
+            question.encode("utf-8")
+        except UnicodeEncodeError as e:
+            # A lone surrogate: what Python makes of bytes that are not UTF-8 (argv, a JSON
+            # "\ud800" escape). Tokenizers and JSON writers refuse it, so refuse it here.
+            raise QueryError(
+                f"the question holds a character that is not text (a lone surrogate at position {e.start}, "
+                "often from bytes that are not UTF-8): send the question as UTF-8 text"
+            ) from None
         q = question.strip()
         if not q:
             raise QueryError('the question is empty: ask something, e.g. search ask "who scored the winner"')
@@ -633,13 +647,13 @@ class Engine:
         self._backend.refresh()
         a = self._backend.article(doc_id)
         if a is None:
-            raise DocumentNotFoundError(f"no document {doc_id!r} in {self.path}: see `search list`")
+            raise DocumentNotFoundError(f"no document {doc_id!r} in the index: see `search list`")
         return a
 
     def document_record(self, doc_id: str) -> DocRecord:
         rec = self._backend.doc(doc_id)
         if rec is None:
-            raise DocumentNotFoundError(f"no document {doc_id!r} in {self.path}: see `search list`")
+            raise DocumentNotFoundError(f"no document {doc_id!r} in the index: see `search list`")
         return rec
 
     def documents(self) -> list[DocRecord]:

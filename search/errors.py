@@ -40,3 +40,21 @@ class QueryError(SearchError, ValueError):
 
 class MissingExtraError(SearchError, ImportError):
     """An optional dependency is not installed."""
+
+
+def scrub_paths(message: str, *paths: object) -> str:
+    """``message`` with each of ``paths``, absolute or resolved, replaced by 'the index'.
+
+    The HTTP and MCP faces pass what they send through this as a last wall: where an
+    index lives on the server's disk is not the client's business (#14).
+    """
+    import os
+
+    names: set[str] = set()
+    for p in paths:
+        if isinstance(p, (str, os.PathLike)):
+            names.add(os.path.abspath(p))
+            names.add(os.path.realpath(p))
+    for name in sorted((n for n in names if len(n) > 1), key=len, reverse=True):
+        message = message.replace(name, "the index")
+    return message

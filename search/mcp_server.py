@@ -12,12 +12,16 @@ Run it with ``search mcp --index DIR [--allow-writes]``.
 
 from __future__ import annotations
 
+import io
+import json
 import logging
+import sys
 import threading
+from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
 
 from .engine import MAX_K, Engine
-from .errors import MissingExtraError, SearchError
+from .errors import MissingExtraError, SearchError, scrub_paths
 from .types import Answer, Article
 
 try:
@@ -47,8 +51,9 @@ def _ok(text: str, data: dict[str, Any]) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
 
-def _fail(exc: Exception) -> CallToolResult:
+def _fail(exc: Exception, index: object = None) -> CallToolResult:
     message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    message = scrub_paths(message, index)  # where the index lives is not the client's business
     return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
 
 
@@ -90,7 +95,7 @@ def build_server(engine: Engine, *, allow_writes: bool = False) -> MCPServer[Any
         try:
             result = engine.ask(question, k=k, mode=mode)
         except (SearchError, ValueError) as e:
-            return _fail(e)
+            return _fail(e, engine.path)
         return _ok(answer_text(result), result.to_dict())
 
     @mcp.tool(annotations=read_only)
@@ -99,7 +104,7 @@ def build_server(engine: Engine, *, allow_writes: bool = False) -> MCPServer[Any
         try:
             result = engine.ask(question, k=k, mode=mode, answer=False)
         except (SearchError, ValueError) as e:
-            return _fail(e)
+            return _fail(e, engine.path)
         return _ok(answer_text(result), result.to_dict())
 
     @mcp.tool(annotations=read_only)
@@ -111,7 +116,7 @@ def build_server(engine: Engine, *, allow_writes: bool = False) -> MCPServer[Any
             art = engine.get_document(doc_id)
             passages = engine.document_record(doc_id).passages
         except (SearchError, ValueError) as e:
-            return _fail(e)
+            return _fail(e, engine.path)
         d = art.to_dict()
         d.pop("path", None)
         d["passages"] = passages
@@ -145,7 +150,7 @@ def build_server(engine: Engine, *, allow_writes: bool = False) -> MCPServer[Any
                 with write_lock:
                     report = engine.add(art)
             except (SearchError, ValueError) as e:
-                return _fail(e)
+                return _fail(e, engine.path)
             d = report.to_dict()
             what = "added" if report.added else "replaced" if report.replaced else "unchanged"
             return _ok(f"{id}: {what}, {report.passages} passages indexed", d)
@@ -162,6 +167,173 @@ def _version() -> str:
         return "0"
 
 
+def _rpc_error(code: int, message: str, msg_id: Any = None) -> Any:
+    """A JSON-RPC 2.0 error response (``id`` null when the request's id is unknown)."""
+    import mcp_types as types
+    from mcp.shared.message import SessionMessage
+
+    err = {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
+    return SessionMessage(types.jsonrpc_message_adapter.validate_python(err))
+
+
+def _bad_id(line: str) -> Any:
+    """The -32600 reply for a request whose id is no string or number, else None.
+
+    The SDK would read it as a notification (which is never answered) and drop the id.
+    """
+    if '"id"' not in line:
+        return None
+    try:
+        obj = json.loads(line)
+    except (ValueError, RecursionError):
+        return None  # the SDK's parser reports it
+    if isinstance(obj, dict) and "id" in obj and "method" in obj:
+        i = obj["id"]
+        if isinstance(i, bool) or not isinstance(i, (str, int)):
+            return _rpc_error(-32600, "Invalid Request: a request's id is a string or a whole number")
+    return None
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _read_again(exc: Exception) -> tuple[Any, Any]:
+    """A line the SDK could not read: (the message after all, None) or (None, the error reply).
+
+    The SDK's parser refuses a lone surrogate escape (``"\\ud800"``), which JSON allows:
+    such a line is parsed again here, so the request reaches its tool and is answered
+    with the engine's own error for that id. Anything else is answered as JSON-RPC 2.0
+    requires: -32700 for a line that is not JSON, -32600 for JSON that is no message.
+    """
+    import json
+    import math
+
+    import mcp_types as types
+    from mcp.shared.message import SessionMessage
+    from pydantic import ValidationError
+
+    line, obj = None, None
+    if isinstance(exc, ValidationError):
+        errs = exc.errors()
+        line = next((e.get("input") for e in errs if e.get("type") == "json_invalid"), None)
+        if line is None and errs:
+            obj = errs[0].get("input")  # valid JSON, no message
+        if any(isinstance(e.get("input"), float) and not math.isfinite(e["input"]) for e in errs):
+            line = "NaN"  # the SDK's parser takes NaN and Infinity, which JSON does not have
+    try:
+        if isinstance(line, str):
+            obj = json.loads(line, parse_constant=_not_json)
+    except (ValueError, RecursionError):
+        return None, _rpc_error(
+            -32700, "Parse error: the line is not JSON; send one JSON-RPC message per line"
+        )
+    try:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_python(obj, by_name=False)), None
+    except Exception:
+        pass
+    msg_id = obj.get("id") if isinstance(obj, dict) else None
+    if isinstance(msg_id, bool) or not isinstance(msg_id, (str, int)):
+        msg_id = None
+    return None, _rpc_error(
+        -32600,
+        "Invalid Request: send a JSON-RPC 2.0 object with jsonrpc, method and, for a request, id",
+        _no_surrogates(msg_id),
+    )
+
+
+def _writable(message: Any) -> Any:
+    """``message`` if it serialises to UTF-8 JSON, else the same with unencodable text replaced,
+    else an internal error for its id: a request always gets some answer."""
+    try:
+        message.message.model_dump_json(by_alias=True, exclude_unset=True)
+        return message
+    except Exception:
+        pass
+    import mcp_types as types
+    from mcp.shared.message import SessionMessage
+
+    data = message.message.model_dump(mode="python", by_alias=True, exclude_unset=True)
+    try:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_python(_no_surrogates(data)))
+    except Exception:
+        log.exception("an MCP reply could not be written")
+        return _rpc_error(-32603, "Internal error: the reply could not be encoded", data.get("id"))
+
+
+def _no_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, list):
+        return [_no_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {_no_surrogates(k): _no_surrogates(v) for k, v in value.items()}
+    return value
+
+
+async def serve_stdio(server: MCPServer[Any]) -> None:
+    """Run ``server`` over stdio, answering what the SDK's transport leaves unanswered.
+
+    The SDK hands a line it cannot parse to the session as an exception, and the session
+    drops it, so the client waits forever; and a reply holding a lone surrogate (echoed
+    from a ``\ud800`` escape) cannot be written at all. Here every unreadable line gets
+    its JSON-RPC error (-32700 parse error, -32600 invalid request, ``id`` null) and
+    every reply is made writable first.
+    """
+    import anyio
+    from mcp.server.stdio import stdio_server
+    from mcp.shared._context_streams import create_context_streams
+    from mcp.shared.message import SessionMessage
+
+    low = server._lowlevel_server
+    # The server's replies and our own error replies share the wire: one writer.
+    errors_out, errors_in = anyio.create_memory_object_stream[SessionMessage](100)
+
+    async def screened(lines: Any) -> AsyncIterator[str]:
+        async for line in lines:
+            reply = _bad_id(line)
+            if reply is None:
+                yield line
+            else:
+                await errors_out.send(reply)
+
+    stdin = anyio.wrap_file(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
+    async with stdio_server(stdin=screened(stdin)) as (wire_in, wire_out):  # type: ignore[arg-type]
+        to_server, server_in = create_context_streams[SessionMessage | Exception](0)
+        server_out, from_server = create_context_streams[SessionMessage](0)
+
+        async def pump_in() -> None:
+            async with to_server, errors_out:
+                async for item in wire_in:
+                    if isinstance(item, Exception):
+                        item, reply = _read_again(item)
+                        if reply is not None:
+                            await errors_out.send(reply)
+                            continue
+                    await to_server.send(item)
+
+        async def pump_out() -> None:
+            async def replies() -> None:
+                async for message in from_server:
+                    await wire_out.send(_writable(message))
+
+            async def line_errors() -> None:
+                async for message in errors_in:
+                    await wire_out.send(message)
+
+            async with wire_out, anyio.create_task_group() as tg:
+                tg.start_soon(replies)
+                tg.start_soon(line_errors)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(pump_in)
+            tg.start_soon(pump_out)
+            async with server_out:
+                await low.run(server_in, server_out, low.create_initialization_options())
+
+
 def run(engine: Engine, *, allow_writes: bool = False) -> None:
     """Serve ``engine`` over stdio until the client closes the connection."""
-    build_server(engine, allow_writes=allow_writes).run("stdio")
+    import anyio
+
+    anyio.run(serve_stdio, build_server(engine, allow_writes=allow_writes))

@@ -33,14 +33,14 @@ import html
 import logging
 import os
 import threading
-from collections.abc import Awaitable, Callable, MutableMapping
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, Iterator, MutableMapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path as FilePath
 from string import Template
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from .engine import MAX_K, Engine
+from .engine import MAX_K, MAX_QUESTION_CHARS, Engine
 from .errors import (
     DocumentNotFoundError,
     IngestError,
@@ -48,8 +48,9 @@ from .errors import (
     QueryError,
     SearchError,
     WriterBusyError,
+    scrub_paths,
 )
-from .ingest import MAX_ID_CHARS
+from .ingest import MAX_ARTICLE_CHARS, MAX_ID_CHARS
 from .types import Article
 
 try:
@@ -70,6 +71,15 @@ TOKEN_ENV = "SEARCH_API_TOKEN"
 MAX_BODY_BYTES = 1_000_000
 #: Seconds a client is told to wait when another process holds the index's writer lock.
 RETRY_AFTER_S = 2
+#: Longest article text POST /documents takes (characters). Encoding it is what holds the
+#: write lock, so this bounds how long one write makes the others wait: 100,000 characters
+#: (about 150 passages) take a few seconds with the ONNX model on 2 cores. Longer: 413.
+MAX_HTTP_ARTICLE_CHARS = min(MAX_ARTICLE_CHARS, 100_000)
+#: How long a write waits for the one before it before it is answered 503 (seconds).
+WRITE_WAIT_S = 30.0
+#: Host names a server bound to loopback answers to: a page on another name (DNS
+#: rebinding) is refused, so it cannot read the index through the user's browser.
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 #: The search page's files (index.html, app.js, style.css, article.html), package data.
 WEB_DIR = FilePath(__file__).resolve().parent / "web"
@@ -102,11 +112,19 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 # -- request parameters and bodies -------------------------------------------------------------------
 QuestionParam = Annotated[
-    str, Query(description="The question (at most 2,000 characters).", examples=["who scored the winner"])
+    str,
+    Query(
+        min_length=1,
+        max_length=MAX_QUESTION_CHARS,
+        description="The question (at most 2,000 characters).",
+        examples=["who scored the winner"],
+    ),
 ]
 KParam = Annotated[int, Query(ge=1, le=MAX_K, description="How many passages.")]
 ModeParam = Annotated[Mode, Query(description="hybrid, bm25 or dense.")]
-DocIdParam = Annotated[str, Path(description="The document id; it may contain '/'.")]
+DocIdParam = Annotated[
+    str, Path(min_length=1, max_length=MAX_ID_CHARS, description="The document id; it may contain '/'.")
+]
 AuthHeader = Annotated[str | None, Header(description="Bearer <token>, for writes.")]
 FormatParam = Annotated[
     Literal["json", "html"] | None,
@@ -124,7 +142,10 @@ class AskBody(BaseModel):
     """A question, as the body of POST /ask."""
 
     question: str = Field(
-        description="The question, at most 2,000 characters.", examples=["who scored the winner"]
+        min_length=1,
+        max_length=MAX_QUESTION_CHARS,
+        description="The question, at most 2,000 characters.",
+        examples=["who scored the winner"],
     )
     k: int = Field(5, ge=1, le=MAX_K, description="How many passages to return.")
     mode: Mode = Field("hybrid", description="hybrid, bm25 or dense retrieval.")
@@ -135,14 +156,26 @@ class ArticleBody(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    id: str = Field(min_length=1, max_length=MAX_ID_CHARS, examples=["2024/final-report"])
+    id: str = Field(
+        min_length=1,
+        max_length=MAX_ID_CHARS,
+        # What ingest.validate_id checks that a pattern can say: no control character, no
+        # backslash, no leading '/'. A '..' segment is refused by the route (422).
+        pattern=r"^[^/\\\x00-\x1f\x7f-\x9f][^\\\x00-\x1f\x7f-\x9f]*$",
+        examples=["2024/final-report"],
+    )
     title: str = Field(
         "",
         max_length=2_000,
         description="Empty: derived from the text.",
         examples=["Argentina edge the final"],
     )
-    text: str = Field(min_length=1, examples=["Lautaro Martinez headed home the winner in the 89th minute."])
+    # No maxLength here: a longer text is answered 413 (not 422), by the route.
+    text: str = Field(
+        min_length=1,
+        description=f"The article's text, at most {MAX_HTTP_ARTICLE_CHARS:,} characters (longer: 413).",
+        examples=["Lautaro Martinez headed home the winner in the 89th minute."],
+    )
     source: str = Field("", max_length=500)
     url: str | None = Field(None, max_length=4_000)
     published: str | None = Field(None, max_length=100)
@@ -251,6 +284,34 @@ def _article_page(art: Article, span: str | None) -> HTMLResponse:
 
 
 # -- errors ---------------------------------------------------------------------------
+class ErrorDetail(BaseModel):
+    code: str = Field(description="A stable, machine-readable code, e.g. bad_question.")
+    message: str = Field(description="One line: what was wrong and what to do.")
+
+
+class ErrorBody(BaseModel):
+    """Every error response: ``{"error": {"code", "message"}}``."""
+
+    error: ErrorDetail
+
+
+_WHY = {
+    400: "The question or a parameter is unusable, or the Host header is not allowed.",
+    401: "The bearer token is missing or wrong.",
+    403: "Writes are disabled on this server (no token configured).",
+    404: "No such document.",
+    413: "The request body or the article is too large.",
+    422: "The request does not match the schema.",
+    503: "The index is busy or unavailable; retry later.",
+}
+
+
+def _responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI entries for the error statuses a route really answers."""
+    every = (400, 413, 422)
+    return {code: {"model": ErrorBody, "description": _WHY[code]} for code in sorted({*every, *statuses})}
+
+
 def _error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
     return JSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
 
@@ -284,45 +345,111 @@ def _validation_message(exc: RequestValidationError) -> str:
     return "; ".join(parts) or "the request is invalid"
 
 
+def _allowed_methods(request: Request) -> str:
+    """Every method some route serves at this path (Starlette names only the first route's)."""
+    from starlette.routing import Match
+
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        match, _ = route.matches(request.scope)
+        if match is not Match.NONE:
+            methods |= set(getattr(route, "methods", None) or ())
+    return ", ".join(sorted(methods))
+
+
+def _question_error(err: Any) -> bool:
+    """A schema error about the question's length or text (not its absence or type)."""
+    loc = tuple(err.get("loc", ()))
+    kinds = ("string_too_short", "string_too_long", "string_unicode")
+    return loc[-1:] in (("q",), ("question",)) and err.get("type") in kinds
+
+
 def _install_error_handlers(app: FastAPI) -> None:
+    def error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+        # Last wall: no message ever names where the index lives on the server (#14).
+        return _error(status, code, scrub_paths(message, app.state.engine.path), headers)
+
     @app.exception_handler(ApiError)
     async def api_error(request: Request, exc: ApiError) -> JSONResponse:
-        return _error(exc.status, exc.code, exc.message, exc.headers)
+        return error(exc.status, exc.code, exc.message, exc.headers)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return _error(422, "invalid_request", _validation_message(exc))
+        errs = exc.errors()
+        if errs and all(_question_error(e) for e in errs):
+            # Too short, too long or not text (a lone surrogate): the engine's own 400,
+            # so a question is refused the same way whichever check catches it.
+            try:
+                Engine.check_question(errs[0].get("input"))
+            except QueryError as e:
+                return error(400, "bad_question", str(e))
+        if errs and all(e.get("type") == "string_unicode" for e in errs):
+            where = ", ".join(".".join(str(p) for p in e.get("loc", ()) if p != "body") for e in errs)
+            return error(
+                400,
+                "bad_request",
+                f"{where}: holds a character that is not text (a lone surrogate, often from bytes "
+                "that are not UTF-8): send UTF-8 text",
+            )
+        return error(422, "invalid_request", _validation_message(exc))
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = _HTTP_CODES.get(exc.status_code, "http_error")
         message = exc.detail if isinstance(exc.detail, str) else code
+        headers = dict(getattr(exc, "headers", None) or {})
         if exc.status_code == 404 and message == "Not Found":
             message = f"no route {request.url.path}: see /docs"
-        return _error(exc.status_code, code, message, getattr(exc, "headers", None))
+        if exc.status_code == 405:
+            allow = _allowed_methods(request)
+            headers["Allow"] = allow
+            message = f"{request.method} is not allowed here: use {allow}"
+        return error(exc.status_code, code, message, headers or None)
 
     @app.exception_handler(SearchError)
     async def search_error(request: Request, exc: SearchError) -> JSONResponse:
         if isinstance(exc, QueryError):
-            return _error(400, "bad_question", str(exc))
+            return error(400, "bad_question", str(exc))
         if isinstance(exc, DocumentNotFoundError):
-            return _error(404, "not_found", str(exc))
+            return error(404, "not_found", str(exc))
         if isinstance(exc, IngestError):
-            return _error(422, "bad_document", str(exc))
-        if isinstance(exc, WriterBusyError):
-            return _error(503, "busy", str(exc), {"Retry-After": str(RETRY_AFTER_S)})
-        # Index missing or damaged under a running server: the message is ours and safe.
+            return error(422, "bad_document", str(exc))
         log.error("%s %s: %s", request.method, request.url.path, exc)
-        return _error(503, "index_unavailable", str(exc))
+        if isinstance(exc, WriterBusyError):
+            return error(
+                503,
+                "busy",
+                "another process or request is writing to the index: try again in a few seconds",
+                {"Retry-After": str(RETRY_AFTER_S)},
+            )
+        # Index missing or damaged under a running server: the details (paths) are logged.
+        return error(
+            503,
+            "index_unavailable",
+            "the index is not available (missing, damaged or being rebuilt): the server log has the details",
+        )
 
     @app.exception_handler(ValueError)
     async def bad_value(request: Request, exc: ValueError) -> JSONResponse:
         # The engine's API boundary raises ValueError for bad arguments (k, mode).
-        return _error(400, "bad_request", str(exc).splitlines()[0] if str(exc) else "bad request")
+        return error(400, "bad_request", str(exc).splitlines()[0] if str(exc) else "bad request")
+
+
+def _host_name(host: str) -> str:
+    """The name part of a Host header: 'localhost:8000' → 'localhost', '[::1]:80' → '::1'."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[1 : host.find("]")] if "]" in host else host
+    name, sep, port = host.rpartition(":")
+    return name if sep and port.isdigit() and ":" not in name else host
 
 
 class _Guard:
-    """Outermost ASGI layer: caps request bodies and turns any crash into a generic 500.
+    """Outermost ASGI layer: checks the Host header, caps request bodies and turns any crash
+    into a generic 500.
+
+    Only the ``allowed_hosts`` names are answered (``*``: any), so a page whose name was
+    rebound to 127.0.0.1 cannot read the index through the user's browser.
 
     The cap is checked on Content-Length first, then on the bytes actually received, so a
     chunked body cannot slip past it; the body is buffered (at most the cap) and replayed.
@@ -330,9 +457,12 @@ class _Guard:
     detail; Starlette's own handler would also re-raise it into uvicorn's log.
     """
 
-    def __init__(self, app: ASGIApp, max_body: int = MAX_BODY_BYTES) -> None:
+    def __init__(
+        self, app: ASGIApp, max_body: int = MAX_BODY_BYTES, allowed_hosts: tuple[str, ...] = ("*",)
+    ) -> None:
         self.app = app
         self.max_body = max_body
+        self.allowed_hosts = {h.lower().strip("[]") for h in allowed_hosts}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -352,6 +482,16 @@ class _Guard:
 
         too_big = f"the request body is larger than {self.max_body:,} bytes: send one article per request"
         headers = dict(scope.get("headers") or [])
+        if "*" not in self.allowed_hosts:
+            host = _host_name(headers.get(b"host", b"").decode("latin-1"))
+            if host not in self.allowed_hosts:
+                await reply(
+                    400,
+                    "bad_host",
+                    "the Host header names a host this server does not answer to: "
+                    "start it with --allowed-host NAME (or SEARCH_ALLOWED_HOSTS) to allow it",
+                )
+                return
         length = headers.get(b"content-length")
         if length is not None:
             try:
@@ -414,6 +554,7 @@ def create_app(
     *,
     embedder: str | Any = "auto",
     max_body: int = MAX_BODY_BYTES,
+    allowed_hosts: Sequence[str] | None = None,
 ) -> FastAPI:
     """The HTTP API over one engine.
 
@@ -421,7 +562,8 @@ def create_app(
     directory (opened here, closed when the app shuts down; ``embedder`` is passed on).
     ``token``: the bearer token writes must carry; ``None`` or empty refuses every write
     with 403. The token is not read from the environment here: ``search serve`` passes
-    ``$SEARCH_API_TOKEN``.
+    ``$SEARCH_API_TOKEN``. ``allowed_hosts``: the names the Host header may carry (any
+    port); by default the loopback names, ``["*"]`` answers any.
     """
     if isinstance(engine_or_path, Engine):
         engine, owned = engine_or_path, False
@@ -449,7 +591,8 @@ def create_app(
     )
     app.state.engine = engine
     _install_error_handlers(app)
-    app.add_middleware(_Guard, max_body=max_body)
+    hosts = tuple(allowed_hosts) if allowed_hosts else LOOPBACK_HOSTS
+    app.add_middleware(_Guard, max_body=max_body, allowed_hosts=hosts)
 
     def require_token(authorization: AuthHeader = None) -> None:
         if token_bytes is None:
@@ -465,15 +608,35 @@ def create_app(
         if not hmac.compare_digest(given.encode("utf-8"), token_bytes):
             raise ApiError(401, "unauthorized", "the bearer token is not valid", challenge)
 
-    @app.get("/ask", tags=["query"], summary="Answer a question with cited passages")
+    @contextmanager
+    def _writing() -> Iterator[None]:
+        """The write lock, waited for at most WRITE_WAIT_S (then 503 busy, retry later)."""
+        if not write_lock.acquire(timeout=WRITE_WAIT_S):
+            raise WriterBusyError("another write is in progress")
+        try:
+            yield
+        finally:
+            write_lock.release()
+
+    @app.get(
+        "/ask",
+        tags=["query"],
+        summary="Answer a question with cited passages",
+        responses=_responses(503),
+    )
     def ask_get(q: QuestionParam, k: KParam = 5, mode: ModeParam = "hybrid") -> dict[str, Any]:
         return engine.ask(q, k=k, mode=mode).to_dict()
 
-    @app.post("/ask", tags=["query"], summary="Answer a question (JSON body)")
+    @app.post("/ask", tags=["query"], summary="Answer a question (JSON body)", responses=_responses(503))
     def ask_post(body: AskBody) -> dict[str, Any]:
         return engine.ask(body.question, k=body.k, mode=body.mode).to_dict()
 
-    @app.get("/search", tags=["query"], summary="Ranked passages, without the extracted answer")
+    @app.get(
+        "/search",
+        tags=["query"],
+        summary="Ranked passages, without the extracted answer",
+        responses=_responses(503),
+    )
     def search(q: QuestionParam, k: KParam = 10, mode: ModeParam = "hybrid") -> dict[str, Any]:
         return engine.ask(q, k=k, mode=mode, answer=False).to_dict()
 
@@ -494,7 +657,15 @@ def create_app(
         tags=["documents"],
         summary="One article, with its passage count (an HTML page with format=html or Accept: text/html)",
         response_model=None,
-        responses={200: {"content": {"application/json": {}, "text/html": {}}}},
+        responses={
+            **_responses(404, 503),
+            200: {"content": {"application/json": {}, "text/html": {}}},
+            404: {
+                "model": ErrorBody,
+                "description": "No such document (an HTML page when HTML was asked for).",
+                "content": {"text/html": {}},
+            },
+        },
     )
     def get_document(
         doc_id: DocIdParam,
@@ -532,10 +703,18 @@ def create_app(
         tags=["documents"],
         summary="Add or replace one article (needs the bearer token)",
         dependencies=[Depends(require_token)],
+        responses=_responses(401, 403, 503),
     )
     def add_document(body: ArticleBody) -> dict[str, Any]:
+        if len(body.text) > MAX_HTTP_ARTICLE_CHARS:
+            raise ApiError(
+                413,
+                "article_too_large",
+                f"the article's text is {len(body.text):,} characters; this server takes at most "
+                f"{MAX_HTTP_ARTICLE_CHARS:,} per article: split it, or add it with `search add` on the server",
+            )
         art = _article(body)
-        with write_lock:
+        with _writing():
             report = engine.add(art)
         if report.problems and not (report.added or report.replaced or report.unchanged):
             raise IngestError(report.problems[0])
@@ -546,19 +725,30 @@ def create_app(
         tags=["documents"],
         summary="Remove one article (needs the bearer token)",
         dependencies=[Depends(require_token)],
+        responses=_responses(401, 403, 404, 503),
     )
     def remove_document(doc_id: DocIdParam) -> dict[str, Any]:
-        with write_lock:
+        with _writing():
             report = engine.remove([doc_id])
         if report.missing:
             raise DocumentNotFoundError(f"no document {doc_id!r} in the index: see GET /documents/{{id}}")
         return report.to_dict()
 
-    @app.get("/stats", tags=["index"], summary="Counts, sizes, model and last update of the index")
+    @app.get(
+        "/stats",
+        tags=["index"],
+        summary="Counts, sizes, model and last update of the index",
+        responses=_responses(503),
+    )
     def stats() -> dict[str, Any]:
-        return engine.stats()
+        st = engine.stats()
+        st.pop("path", None)  # where the index lives on the server is not the client's business
+        st.pop("uri", None)
+        return st
 
-    @app.get("/healthz", tags=["index"], summary="Liveness: 200 when the server answers")
+    @app.get(
+        "/healthz", tags=["index"], summary="Liveness: 200 when the server answers", responses=_responses()
+    )
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
 

@@ -78,7 +78,7 @@ def test_human_output_cites_passages(workdir: Path) -> None:
 )
 def test_bad_questions(workdir: Path, question: str, message: str) -> None:
     r = run("ask", question)
-    assert r.exit_code == 1
+    assert r.exit_code == 2  # a bad question is a usage mistake (#14)
     assert r.stderr.strip().splitlines()[-1].startswith(message)
     assert "Traceback" not in r.output
 

@@ -367,7 +367,7 @@ def test_a_crash_is_a_generic_500_and_is_logged(
         raise RuntimeError("secret internals /etc/passwd")
 
     monkeypatch.setattr(app_engine, "ask", boom)
-    with TestClient(create_app(app_engine, token=TOKEN)) as client:
+    with TestClient(create_app(app_engine, token=TOKEN), base_url="http://127.0.0.1") as client:
         r = client.get("/ask", params={"q": "who scored"})
     err = _assert_error(r, 500, "internal")
     assert "secret" not in err["message"]
@@ -384,7 +384,7 @@ def test_a_busy_writer_is_503_with_retry_after(app_engine: Any, monkeypatch: pyt
         raise WriterBusyError("another process is writing to idx: try again when it finishes")
 
     monkeypatch.setattr(app_engine, "add", busy)
-    with TestClient(create_app(app_engine, token=TOKEN)) as client:
+    with TestClient(create_app(app_engine, token=TOKEN), base_url="http://127.0.0.1") as client:
         r = client.post("/documents", json={"id": "a", "title": "t", "text": "words"}, headers=AUTH)
     _assert_error(r, 503, "busy", "another process")
     assert int(r.headers["retry-after"]) > 0
@@ -395,7 +395,7 @@ def test_an_empty_token_means_writes_are_disabled(app_engine: Any) -> None:
 
     from search.server import create_app
 
-    with TestClient(create_app(app_engine, token="")) as client:
+    with TestClient(create_app(app_engine, token=""), base_url="http://127.0.0.1") as client:
         r = client.post(
             "/documents", json={"id": "a", "title": "t", "text": "w"}, headers={"Authorization": "Bearer "}
         )
@@ -409,5 +409,5 @@ def test_create_app_opens_a_path_and_closes_it(seed_index: Path, tmp_path: Path)
 
     idx = tmp_path / "idx"
     shutil.copytree(seed_index, idx)
-    with TestClient(create_app(idx, embedder="hash")) as client:
+    with TestClient(create_app(idx, embedder="hash"), base_url="http://127.0.0.1") as client:
         assert client.get("/ask", params={"q": "who scored the winner", "k": 1}).status_code == 200

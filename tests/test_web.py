@@ -69,7 +69,7 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     with Engine.open(path, create=True, embedder=HashEmbedder()) as engine:
         engine.index([SEEDS])
         engine.add(Article(**EVIL_DOC))
-        with TestClient(create_app(engine, token=TOKEN)) as c:
+        with TestClient(create_app(engine, token=TOKEN), base_url="http://127.0.0.1") as c:
             yield c
 
 

@@ -1,0 +1,198 @@
+"""The CLI under hostile input (#14): a question that is not text, an unreadable file
+among explicit paths, and library log lines that must not reach the user without -v.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from search.cli import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    shutil.copytree(ROOT / "seeds", tmp_path / "seeds")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SEARCH_EMBEDDER", "hash")
+    monkeypatch.delenv("SEARCH_INDEX", raising=False)
+    return tmp_path
+
+
+def _env() -> dict[str, str]:
+    env = {**os.environ, "SEARCH_EMBEDDER": "hash", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    env["PYTHONPATH"] = os.environ.get("PYTHONPATH", str(ROOT))
+    env.pop("SEARCH_INDEX", None)
+    return env
+
+
+# -- 6: a lone surrogate on the command line is one line and exit 2 -------------------------
+@pytest.mark.parametrize("mode", ["hybrid", "bm25", "dense"])
+def test_ask_with_a_lone_surrogate_is_one_line_and_exit_2(workdir: Path, mode: str) -> None:
+    CliRunner().invoke(cli, ["index"], catch_exceptions=False)
+    r = CliRunner().invoke(cli, ["ask", "goal \udcff goal", "--mode", mode], catch_exceptions=False)
+    assert r.exit_code == 2, r.output
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: the question holds a character that is not text")
+
+
+@pytest.mark.integration
+def test_ask_with_non_utf8_argv_bytes_in_a_real_process(workdir: Path) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "search", "index"], cwd=workdir, env=_env(), check=True, capture_output=True
+    )
+    r = subprocess.run(
+        [sys.executable.encode(), b"-m", b"search", b"ask", b"goal \xff goal", b"--mode", b"dense"],
+        cwd=workdir,
+        env=_env(),
+        capture_output=True,
+    )
+    err = r.stderr.decode("utf-8", "replace")
+    assert r.returncode == 2, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+# -- 9: one unreadable explicit path costs only itself --------------------------------------
+def test_an_unreadable_explicit_file_is_skipped_with_a_warning(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import search.ingest as ingest
+
+    good = workdir / "good.txt"
+    good.write_text("Messi scored the winner in the final.\n\nArgentina won the cup after extra time.\n")
+    locked = workdir / "locked.txt"
+    locked.write_text("Kane missed a penalty.\n")
+    real_open = os.open
+
+    def fake_open(path: object, *a: object, **kw: object) -> int:
+        if os.fspath(path).endswith("locked.txt"):  # type: ignore[arg-type]
+            raise PermissionError(13, "Permission denied", os.fspath(path))  # type: ignore[arg-type]
+        return real_open(path, *a, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ingest.os, "open", fake_open)
+    r = CliRunner().invoke(cli, ["add", str(good), str(locked)], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    assert "1 added" in r.stderr
+    warn = [line for line in r.stderr.splitlines() if "locked.txt" in line]
+    assert len(warn) == 1 and warn[0].startswith("warning: ") and "Permission denied" in warn[0]
+    assert "Traceback" not in r.output
+
+    # The same file inside a folder gets the same single line.
+    folder = workdir / "folder"
+    folder.mkdir()
+    shutil.copy(good, folder / "good2.txt")
+    shutil.copy(locked, folder / "locked.txt")
+    r = CliRunner().invoke(cli, ["add", str(folder)], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    assert len([line for line in r.stderr.splitlines() if "locked.txt" in line]) == 1
+
+
+def test_only_unreadable_explicit_files_is_one_error_line(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import search.ingest as ingest
+
+    locked = workdir / "locked.txt"
+    locked.write_text("Kane missed a penalty.\n")
+
+    real_open = os.open
+
+    def fake_open(path: object, *a: object, **kw: object) -> int:
+        if os.fspath(path).endswith("locked.txt"):  # type: ignore[arg-type]
+            raise PermissionError(13, "Permission denied", os.fspath(path))  # type: ignore[arg-type]
+        return real_open(path, *a, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ingest.os, "open", fake_open)
+    r = CliRunner().invoke(cli, ["add", str(locked)], catch_exceptions=False)
+    assert r.exit_code == 1
+    assert r.stderr.strip().splitlines()[-1].startswith("Error: no article was added")
+
+
+# -- 10: library logs stay out of the user's way without -v -------------------------------
+BROKEN_HTML = {
+    "ok.html": "<html><body><p>Messi scored a late goal in the final at the stadium tonight.</p></body></html>",
+    "empty.html": "<html></html>",
+    "blank.html": "   ",
+    "table.html": "<html><body><table><tr><td>",
+    "lol.html": '<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "x"><!ENTITY b "&a;&a;&a;">]><html><body>&b;</body></html>',
+}
+
+
+@pytest.mark.integration
+def test_without_v_library_log_lines_do_not_reach_stderr(tmp_path: Path) -> None:
+    html = tmp_path / "html"
+    html.mkdir()
+    for name, text in BROKEN_HTML.items():
+        (html / name).write_text(text)
+    cmd = [sys.executable, "-m", "search", "add", str(html), "--index", str(tmp_path / "idx")]
+    r = subprocess.run(cmd, env=_env(), capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert not [line for line in lines if "trafilatura" in line or line.startswith(("ERROR", "WARNING"))], (
+        lines
+    )
+    # Our own problems: one line each, then the summary.
+    assert len([line for line in lines if line.startswith("warning: ")]) == len(BROKEN_HTML) - 1
+    assert lines[-1].startswith("add: 1 added")
+
+    verbose = subprocess.run(
+        [cmd[0], "-m", "search", "-v", *cmd[3:]], env=_env(), capture_output=True, text=True
+    )
+    assert "trafilatura" in verbose.stderr  # -v still shows them
+
+
+def test_configure_logging_sets_model_progress_bars_off_without_v(monkeypatch: pytest.MonkeyPatch) -> None:
+    import logging
+
+    from search.cli import _configure_logging
+
+    for var in ("HF_HUB_DISABLE_PROGRESS_BARS", "TRANSFORMERS_VERBOSITY", "TQDM_DISABLE"):
+        monkeypatch.delenv(var, raising=False)
+    root = logging.getLogger()
+    level = root.level
+    try:
+        _configure_logging(False)
+        assert os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "1"
+        assert os.environ["TQDM_DISABLE"] == "1"
+        ours = [h for h in root.handlers if getattr(h, "_search_cli", False)]
+        assert len(ours) == 1
+        lib = logging.LogRecord("trafilatura.core", logging.ERROR, "", 0, "empty HTML tree", None, None)
+        own = logging.LogRecord("search.ingest", logging.WARNING, "", 0, "x", None, None)
+        assert not ours[0].filter(lib) and ours[0].filter(own)
+    finally:
+        for h in [h for h in root.handlers if getattr(h, "_search_cli", False)]:
+            root.removeHandler(h)
+        root.setLevel(level)
+
+
+@pytest.mark.slow
+def test_search_index_shows_no_model_loading_bar(tmp_path: Path) -> None:
+    """sentence-transformers' "Loading weights" bar is a library message too (real model)."""
+    env = {**_env(), "SEARCH_EMBEDDER": "sentence-transformers"}
+    for var in ("HF_HUB_DISABLE_PROGRESS_BARS", "TRANSFORMERS_VERBOSITY", "TQDM_DISABLE"):
+        env.pop(var, None)
+    cmd = [sys.executable, "-m", "search", "index", str(ROOT / "seeds"), "--index", str(tmp_path / "idx")]
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "Loading weights" not in r.stderr and "it/s" not in r.stderr, r.stderr
+    assert r.stderr.strip().splitlines() == [r.stderr.strip().splitlines()[-1]]
+
+
+def test_a_problem_with_a_newline_in_its_file_name_is_one_line(workdir: Path) -> None:
+    folder = workdir / "odd"
+    folder.mkdir()
+    (folder / "new\nline.txt").write_text("Kane scored.\n")
+    (folder / "fine.txt").write_text("Saka scored the winner in the final.\n")
+    r = CliRunner().invoke(cli, ["add", str(folder)], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    warn = [line for line in r.stderr.splitlines() if line.startswith("warning: ")]
+    assert len(warn) == 1 and "new\\nline.txt" in warn[0], r.stderr
+    assert all(line.startswith(("warning: ", "add: ")) for line in r.stderr.splitlines()), r.stderr
