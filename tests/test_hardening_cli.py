@@ -24,6 +24,9 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("SEARCH_EMBEDDER", "hash")
     monkeypatch.delenv("SEARCH_INDEX", raising=False)
+    from search.engine import Engine
+
+    Engine.open(tmp_path / "index", create=True, embedder="hash").close()  # only `index` creates (#16)
     return tmp_path
 
 
@@ -132,6 +135,9 @@ def test_without_v_library_log_lines_do_not_reach_stderr(tmp_path: Path) -> None
     html.mkdir()
     for name, text in BROKEN_HTML.items():
         (html / name).write_text(text)
+    from search.engine import Engine
+
+    Engine.open(tmp_path / "idx", create=True, embedder="hash").close()  # only `index` creates (#16)
     cmd = [sys.executable, "-m", "search", "add", str(html), "--index", str(tmp_path / "idx")]
     r = subprocess.run(cmd, env=_env(), capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
