@@ -109,7 +109,11 @@ def passage_table(arts: list[dict[str, Any]], embedder: Any, work: Path) -> tupl
     from search.chunk import chunk
 
     t0 = time.perf_counter()
-    texts = [p.text for a in arts for p in chunk(a["id"], a["text"], target_chars=E.CHUNK_TARGET, overlap=E.CHUNK_OVERLAP)]
+    from search.text import headline
+
+    # what the engine encodes: the article's headline, then the passage (E.dense_text)
+    texts = [E.dense_text(headline(a.get("title") or "", a["text"]), p.text) for a in arts
+             for p in chunk(a["id"], a["text"], target_chars=E.CHUNK_TARGET, overlap=E.CHUNK_OVERLAP)]
     chunk_s = time.perf_counter() - t0
     uniq = sorted(set(texts))
     cache = work / "bbc-vectors.npy"

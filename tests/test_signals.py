@@ -152,19 +152,20 @@ def test_with_documents_ranks_up_a_passage_of_a_matching_document() -> None:
     assert fusion.with_documents(passages, docs, weight=0) == passages
 
 
-def test_document_level_signal_on_the_engine(hash_engine: Engine) -> None:
-    # "kane" and "hattrick" never share a passage of k, but the document holds both.
+def test_document_level_signal_on_the_engine(hash_engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Words "kane" and "hattrick" never share a passage of k, but k as a whole holds both."""
+    monkeypatch.setattr(fusion, "DOC_MIN_DOCS", 1)
     long = " ".join(["Tottenham played well in the first half and pressed high."] * 14)
     k = Article(
-        id="k", title="Derby day", text=f"Kane opened the scoring. {long} A hattrick followed late on."
+        id="k", title="Derby day", text=f"Kane opened the scoring early on today. {long} A hattrick late on."
     )
-    other = [Article(id=f"o{i}", title=f"Report {i}", text=f"Kane was booked. {long}") for i in range(3)] + [
-        Article(id="h", title="Cup tie", text=f"A hattrick for the visitors. {long}")
-    ]
+    other = [Article(id=f"h{i}", title=f"Cup tie {i}", text=f"{long} A hattrick for them.") for i in range(3)]
+    other.append(Article(id="o", title="Report", text=f"Kane was booked. {long}"))
     hash_engine.add([k, *other])
     assert len(hash_engine.passages_of("k")) > 1
-    top = hash_engine.search("Kane hattrick", k=1, mode="bm25")[0]
-    assert top.passage.doc_id == "k"
+    assert hash_engine.search("Kane hattrick", k=1, mode="bm25")[0].passage.doc_id == "k"
+    monkeypatch.setattr(fusion, "DOC_WEIGHT", 0.0)  # without it, a short passage with one word wins
+    assert hash_engine.search("Kane hattrick", k=1, mode="bm25")[0].passage.doc_id != "k"
 
 
 def test_fusion_choices() -> None:
@@ -189,3 +190,40 @@ def test_every_fusion_runs_through_the_engine(tmp_path: Path, how: str) -> None:
     e.add([Article(id="a", title="Late winner", text="Martinez headed home the winner in stoppage time.")])
     assert e.search("who scored the winner", k=1)[0].passage.doc_id == "a"
     e.close()
+
+
+def test_the_football_vocabulary_switches_off_for_other_corpora(hash_engine: Engine, tmp_path: Path) -> None:
+    """Measured by a corpus statistic from the index itself, never a flag the user sets."""
+    from search import vocab
+
+    science = [
+        Article(
+            id=f"s{i}", title=f"Study {i}", text=f"Cells treated with compound {i} showed lower expression."
+        )
+        for i in range(20)
+    ]
+    hash_engine.add(science)
+    view = hash_engine._backend.reader()
+    assert vocab.football_share(view.idf) < vocab.FOOTBALL_SHARE
+    assert not hash_engine._is_football(view)
+    football = Engine.open(tmp_path / "fb", create=True, embedder=HashEmbedder())
+    football.add(
+        [
+            Article(
+                id=f"m{i}",
+                title=f"Match {i}",
+                text=f"The striker scored a late goal in the league match {i}.",
+            )
+            for i in range(5)
+        ]
+    )
+    assert football._is_football(football._backend.reader())
+    football.close()
+    # forced (for measurements): the engine attribute wins over the statistic
+    hash_engine.football = True
+    assert hash_engine._is_football(view)
+
+
+def test_the_document_signal_needs_enough_documents() -> None:
+    assert fusion.doc_weight(fusion.DOC_MIN_DOCS - 1) == 0.0
+    assert fusion.doc_weight(fusion.DOC_MIN_DOCS) == fusion.DOC_WEIGHT

@@ -544,26 +544,48 @@ class MilvusBackend:
     ) -> list[tuple[str, float]]:
         """The reader's lexical search: BM25 over the question (or terms) plus expansions.
 
-        Expansions (related football words, already analysed) are appended to the text;
-        Milvus analyses them again, which leaves most stems as they are.
+        BM25 adds up over query terms, so the expansions (related football words) go in a
+        second request whose scores count at :data:`search.vocab.EXPANSION_WEIGHT`, as the
+        local backend weighs them; one request with the words appended counted them as
+        much as the words asked (dev hybrid hit@1 0.84 against local 0.88).
         """
-        text = " ".join([lexical_text(question, terms), *(expansions or [])]).strip()
+        text = lexical_text(question, terms).strip()
         if not text:
             return []
-        passages = self._search([text], "sparse", k, "BM25", filter)
+        exp = " ".join(expansions or []).strip()
+        passages = self._weighted(text, exp, k, filter)
         dw = doc_weight(int(self.manifest().get("counts", {}).get("documents", 0)))
         if dw <= 0:
             return passages
-        res = self._client.search(
-            self.doclex_name,
-            data=[text],
-            anns_field="sparse",
-            limit=min(2 * k, 16_384),
-            search_params={"metric_type": "BM25"},
-        )
-        docs = [(h["id"], float(h["distance"])) for h in (res[0] if res else [])]
+        docs = self._weighted(text, exp, 2 * k, None, self.doclex_name)
         # A filter narrows passages; a document found only as a whole may not pass it.
         return with_documents(passages, docs, dw, add_missing=not filter)[:k]
+
+    def _weighted(
+        self, text: str, exp: str, k: int, filter: Any, collection: str | None = None
+    ) -> list[tuple[str, float]]:
+        """BM25 of ``text`` plus EXPANSION_WEIGHT times BM25 of ``exp``, top ``k``."""
+        from ..vocab import EXPANSION_WEIGHT
+
+        def one(q: str) -> list[tuple[str, float]]:
+            if collection is None:
+                return self._search([q], "sparse", k, "BM25", filter)
+            res = self._client.search(
+                collection,
+                data=[q],
+                anns_field="sparse",
+                limit=min(k, 16_384),
+                search_params={"metric_type": "BM25"},
+            )
+            return [(h["id"], float(h["distance"])) for h in (res[0] if res else [])]
+
+        hits = one(text)
+        if not exp:
+            return hits
+        scores = dict(hits)
+        for pid, sc in one(exp):
+            scores[pid] = scores.get(pid, 0.0) + EXPANSION_WEIGHT * sc
+        return sorted(scores.items(), key=lambda t: (-t[1], t[0]))[:k]
 
     def sentences(self, pid: str) -> list[str]:
         """The texts of a passage's sentences (spans stored at index time, headings left out)."""
