@@ -87,7 +87,9 @@ class ReplayEmbedder:
         self.noise = noise
         self.rng = np.random.default_rng(seed)
 
-    def encode(self, texts: Sequence[str], batch_size: int = 64, progress: Callable[[int], None] | None = None) -> np.ndarray:
+    def encode(
+        self, texts: Sequence[str], batch_size: int = 64, progress: Callable[[int], None] | None = None
+    ) -> np.ndarray:
         x = np.stack([self.table[t] for t in texts]).astype(np.float32)
         if self.noise:
             x += self.rng.standard_normal(x.shape).astype(np.float32) * self.noise
@@ -103,7 +105,9 @@ class ReplayEmbedder:
         return self.real.info()
 
 
-def passage_table(arts: list[dict[str, Any]], embedder: Any, work: Path) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+def passage_table(
+    arts: list[dict[str, Any]], embedder: Any, work: Path
+) -> tuple[dict[str, np.ndarray], dict[str, float]]:
     """Every BBC passage text → its real vector (encoded once, cached), and timings."""
     from search import engine as E
     from search.chunk import chunk
@@ -112,14 +116,21 @@ def passage_table(arts: list[dict[str, Any]], embedder: Any, work: Path) -> tupl
     from search.text import headline
 
     # what the engine encodes: the article's headline, then the passage (E.dense_text)
-    texts = [E.dense_text(headline(a.get("title") or "", a["text"]), p.text) for a in arts
-             for p in chunk(a["id"], a["text"], target_chars=E.CHUNK_TARGET, overlap=E.CHUNK_OVERLAP)]
+    texts = [
+        E.dense_text(headline(a.get("title") or "", a["text"]), p.text)
+        for a in arts
+        for p in chunk(a["id"], a["text"], target_chars=E.CHUNK_TARGET, overlap=E.CHUNK_OVERLAP)
+    ]
     chunk_s = time.perf_counter() - t0
     uniq = sorted(set(texts))
     cache = work / "bbc-vectors.npy"
     keyf = work / "bbc-vectors.json"
     timing = {"chunk_s": chunk_s, "passages": len(texts), "unique": len(uniq)}
-    if cache.exists() and keyf.exists() and json.loads(keyf.read_text()) == {"n": len(uniq), "first": uniq[0][:80]}:
+    if (
+        cache.exists()
+        and keyf.exists()
+        and json.loads(keyf.read_text()) == {"n": len(uniq), "first": uniq[0][:80]}
+    ):
         vecs = np.load(cache)
     else:
         log(f"encoding {len(uniq)} unique BBC passages with the real model (once)")
@@ -134,8 +145,11 @@ def passage_table(arts: list[dict[str, Any]], embedder: Any, work: Path) -> tupl
 def copies(arts: list[dict[str, Any]], n_copies: int) -> list[Any]:
     from search.types import Article
 
-    return [Article(id=f"c{c:04d}/{a['id']}", title=a["title"], text=a["text"])
-            for c in range(n_copies) for a in arts]
+    return [
+        Article(id=f"c{c:04d}/{a['id']}", title=a["title"], text=a["text"])
+        for c in range(n_copies)
+        for a in arts
+    ]
 
 
 # ----------------------------------------------------------------------------- cold
@@ -147,14 +161,22 @@ def cold(work: Path, runs: int, data: Path) -> dict[str, Any]:
 
     idx = work / "seeds-index"
     if not idx.exists():
-        arts = [Article(id=p.name, title=p.read_text(encoding="utf-8").strip().split("\n", 1)[0], text=p.read_text(encoding="utf-8"))
-                for p in sorted((ROOT / "seeds").glob("*.txt"))]
+        arts = [
+            Article(
+                id=p.name,
+                title=p.read_text(encoding="utf-8").strip().split("\n", 1)[0],
+                text=p.read_text(encoding="utf-8"),
+            )
+            for p in sorted((ROOT / "seeds").glob("*.txt"))
+        ]
         with Engine.open(idx, create=True) as e:
             e.add(arts, reset=True)
     out: dict[str, Any] = {}
-    probe = ("import sys,json,time; t=time.perf_counter(); from search.cli import main\n"
-             "try: main(sys.argv[1:])\nexcept SystemExit: pass\n"
-             "print(json.dumps({'torch': 'torch' in sys.modules, 'faiss': 'faiss' in sys.modules}), file=sys.stderr)")
+    probe = (
+        "import sys,json,time; t=time.perf_counter(); from search.cli import main\n"
+        "try: main(sys.argv[1:])\nexcept SystemExit: pass\n"
+        "print(json.dumps({'torch': 'torch' in sys.modules, 'faiss': 'faiss' in sys.modules}), file=sys.stderr)"
+    )
     for mode in ("hybrid", "bm25"):
         times: list[float] = []
         cpu: list[float] = []
@@ -162,8 +184,12 @@ def cold(work: Path, runs: int, data: Path) -> dict[str, Any]:
         for _ in range(runs):
             r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             t0 = time.perf_counter()
-            r = subprocess.run([sys.executable, "-c", probe, "ask", QUESTION, "--mode", mode, "--index", str(idx)],
-                               capture_output=True, text=True, cwd=ROOT)
+            r = subprocess.run(
+                [sys.executable, "-c", probe, "ask", QUESTION, "--mode", mode, "--index", str(idx)],
+                capture_output=True,
+                text=True,
+                cwd=ROOT,
+            )
             times.append(time.perf_counter() - t0)
             r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
             # CPU time (user + system) is what a busy shared machine cannot inflate much.
@@ -171,10 +197,17 @@ def cold(work: Path, runs: int, data: Path) -> dict[str, Any]:
             if r.returncode != 0:
                 raise SystemExit(f"cold {mode} failed: {r.stderr[-500:]}")
             mods = json.loads(r.stderr.strip().splitlines()[-1])
-        out[mode] = {"median_s": statistics.median(times), "min_s": min(times), "cpu_median_s": statistics.median(cpu),
-                     "runs": runs, **mods}
-        log(f"cold {mode}: median {out[mode]['median_s']:.3f} s wall, {out[mode]['cpu_median_s']:.3f} s CPU "
-            f"over {runs} runs {mods}")
+        out[mode] = {
+            "median_s": statistics.median(times),
+            "min_s": min(times),
+            "cpu_median_s": statistics.median(cpu),
+            "runs": runs,
+            **mods,
+        }
+        log(
+            f"cold {mode}: median {out[mode]['median_s']:.3f} s wall, {out[mode]['cpu_median_s']:.3f} s CPU "
+            f"over {runs} runs {mods}"
+        )
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-c", "import numpy"], check=True)
@@ -212,15 +245,19 @@ def index_throughput(work: Path, arts: list[dict[str, Any]], real: Any) -> dict[
         "ratio": model_s / (model_s + rest_s),
         "indexing_passages_per_s": rep.passages / (model_s + rest_s),
     }
-    log(f"index: model {model_rate:.1f} p/s, engine without the model {rest_s:.1f} s for {rep.passages} "
-        f"passages (chunking {t['chunk_s']:.1f} s): ratio {out['ratio']:.3f}")
+    log(
+        f"index: model {model_rate:.1f} p/s, engine without the model {rest_s:.1f} s for {rep.passages} "
+        f"passages (chunking {t['chunk_s']:.1f} s): ratio {out['ratio']:.3f}"
+    )
     return out
 
 
 # ----------------------------------------------------------------------------- warm / scale
 
 
-def build_copies(work: Path, arts: list[dict[str, Any]], real: Any, n_passages: int, name: str) -> dict[str, Any]:
+def build_copies(
+    work: Path, arts: list[dict[str, Any]], real: Any, n_passages: int, name: str
+) -> dict[str, Any]:
     """An index of about ``n_passages`` passages (copies of BBC Sport), in one write."""
     from search.engine import Engine
 
@@ -303,16 +340,27 @@ print(json.dumps(res))
 def serve(path: str, qs: list[str], work: Path, whoosh_n: int = 0) -> dict[str, Any]:
     qfile = work / "questions.json"
     qfile.write_text(json.dumps(qs))
-    r = subprocess.run([sys.executable, "-c", SERVE, str(ROOT), path, str(qfile), str(whoosh_n)],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-c", SERVE, str(ROOT), path, str(qfile), str(whoosh_n)],
+        capture_output=True,
+        text=True,
+    )
     if r.returncode != 0:
         raise SystemExit(f"serving {path} failed: {r.stderr[-2000:]}")
     raw = json.loads(r.stdout.strip().splitlines()[-1])
-    out: dict[str, Any] = {"open_s": raw["open_s"], "peak_rss_mb": raw["peak_rss_mb"], "method": raw["method"],
-                           "questions": len(qs)}
+    out: dict[str, Any] = {
+        "open_s": raw["open_s"],
+        "peak_rss_mb": raw["peak_rss_mb"],
+        "method": raw["method"],
+        "questions": len(qs),
+    }
     for key in ("hybrid", "bm25", "dense", "encode", "whoosh"):
         if raw[key]:
-            out[key] = {"p50_ms": pct(raw[key], 50) * 1000, "p95_ms": pct(raw[key], 95) * 1000, "n": len(raw[key])}
+            out[key] = {
+                "p50_ms": pct(raw[key], 50) * 1000,
+                "p95_ms": pct(raw[key], 95) * 1000,
+                "n": len(raw[key]),
+            }
     out["_dense_top10"] = raw["dense_top10"]
     return out
 
@@ -359,7 +407,11 @@ def peers(work: Path, arts: list[dict[str, Any]], real: Any, n_copies: int, qs: 
             return [stem(w) for w in ws]
 
     table, _ = passage_table(arts, real, work)
-    base = [p.text for a in arts for p in chunk(a["id"], a["text"], target_chars=E.CHUNK_TARGET, overlap=E.CHUNK_OVERLAP)]
+    base = [
+        p.text
+        for a in arts
+        for p in chunk(a["id"], a["text"], target_chars=E.CHUNK_TARGET, overlap=E.CHUNK_OVERLAP)
+    ]
     texts = base * n_copies
     out: dict[str, Any] = {"passages": len(texts)}
     t0 = time.perf_counter()
@@ -390,13 +442,26 @@ def peers(work: Path, arts: list[dict[str, Any]], real: Any, n_copies: int, qs: 
         index.search(v, 100)
         ts.append(time.perf_counter() - t)
         enc.append(t1 - t)
-    out["st_faiss"] = {"p50_ms": pct(ts, 50) * 1000, "p95_ms": pct(ts, 95) * 1000, "encode_p50_ms": pct(enc, 50) * 1000}
+    out["st_faiss"] = {
+        "p50_ms": pct(ts, 50) * 1000,
+        "p95_ms": pct(ts, 95) * 1000,
+        "encode_p50_ms": pct(enc, 50) * 1000,
+    }
     log(f"peers: bm25s p50 {out['bm25s']['p50_ms']:.1f} ms, ST+FAISS p50 {out['st_faiss']['p50_ms']:.1f} ms")
     return out
 
 
-def warm(work: Path, data: Path, arts: list[dict[str, Any]], real: Any, n: int, name: str,
-         quantizers: Sequence[str | None], with_peers: bool, whoosh_n: int) -> dict[str, Any]:
+def warm(
+    work: Path,
+    data: Path,
+    arts: list[dict[str, Any]],
+    real: Any,
+    n: int,
+    name: str,
+    quantizers: Sequence[str | None],
+    with_peers: bool,
+    whoosh_n: int,
+) -> dict[str, Any]:
     qs = questions(data)
     built = build_copies(work, arts, real, n, name)
     path = Path(built["path"])
@@ -409,9 +474,11 @@ def warm(work: Path, data: Path, arts: list[dict[str, Any]], real: Any, n: int, 
         r["ann_build_s"] = ann_s
         r["recall@10_vs_exact"] = recall10(r.pop("_dense_top10"), want)
         out["runs"][label] = r
-        log(f"{name} {label}: hybrid p50 {r['hybrid']['p50_ms']:.1f} p95 {r['hybrid']['p95_ms']:.1f} ms, "
+        log(
+            f"{name} {label}: hybrid p50 {r['hybrid']['p50_ms']:.1f} p95 {r['hybrid']['p95_ms']:.1f} ms, "
             f"bm25 p50 {r['bm25']['p50_ms']:.1f}, dense p50 {r['dense']['p50_ms']:.1f}, "
-            f"recall@10 {r['recall@10_vs_exact']:.3f}, rss {r['peak_rss_mb']:.0f} MB, methods {set(r['method'])}")
+            f"recall@10 {r['recall@10_vs_exact']:.3f}, rss {r['peak_rss_mb']:.0f} MB, methods {set(r['method'])}"
+        )
     if with_peers:
         n_copies = max(1, round(built["passages"] / 2911))
         out["peers"] = peers(work, arts, real, n_copies, qs)
@@ -425,54 +492,74 @@ def table(res: dict[str, Any]) -> str:
     lines = [f"Machine: {res['machine']}. Date: {res['date']}.", ""]
     if "cold" in res:
         c = res["cold"]
-        lines += ["| cold start (new process, seeds) | median wall s | min wall s | median CPU s | torch imported | "
-                  "faiss imported |", "|---|---|---|---|---|---|"]
+        lines += [
+            "| cold start (new process, seeds) | median wall s | min wall s | median CPU s | torch imported | "
+            "faiss imported |",
+            "|---|---|---|---|---|---|",
+        ]
         for mode in ("hybrid", "bm25"):
-            lines.append(f"| `search ask \"{QUESTION}\" --mode {mode}` ({c[mode]['runs']} runs) | "
-                         f"{c[mode]['median_s']:.3f} | {c[mode]['min_s']:.3f} | {c[mode]['cpu_median_s']:.3f} | "
-                         f"{c[mode]['torch']} | {c[mode]['faiss']} |")
-        lines.append(f"| `python -c 'import numpy'` (floor) | {c['python_numpy_floor_s']:.3f} | | "
-                     f"{c['python_numpy_floor_cpu_s']:.3f} | | |")
+            lines.append(
+                f'| `search ask "{QUESTION}" --mode {mode}` ({c[mode]["runs"]} runs) | '
+                f"{c[mode]['median_s']:.3f} | {c[mode]['min_s']:.3f} | {c[mode]['cpu_median_s']:.3f} | "
+                f"{c[mode]['torch']} | {c[mode]['faiss']} |"
+            )
+        lines.append(
+            f"| `python -c 'import numpy'` (floor) | {c['python_numpy_floor_s']:.3f} | | "
+            f"{c['python_numpy_floor_cpu_s']:.3f} | | |"
+        )
         lines.append("")
     if "index" in res:
         i = res["index"]
-        lines += ["| indexing (BBC Sport, 737 articles) | value |", "|---|---|",
-                  f"| passages | {i['passages']} |",
-                  f"| model encode rate (ONNX, passages/s) | {i['model_passages_per_s']:.1f} |",
-                  f"| engine write without the model (s) | {i['engine_without_model_s']:.1f} |",
-                  f"| of which chunking (s) | {i['chunk_s']:.1f} |",
-                  f"| indexing rate (passages/s) | {i['indexing_passages_per_s']:.1f} |",
-                  f"| indexing rate / model rate (target >= 0.9) | {i['ratio']:.3f} |", ""]
+        lines += [
+            "| indexing (BBC Sport, 737 articles) | value |",
+            "|---|---|",
+            f"| passages | {i['passages']} |",
+            f"| model encode rate (ONNX, passages/s) | {i['model_passages_per_s']:.1f} |",
+            f"| engine write without the model (s) | {i['engine_without_model_s']:.1f} |",
+            f"| of which chunking (s) | {i['chunk_s']:.1f} |",
+            f"| indexing rate (passages/s) | {i['indexing_passages_per_s']:.1f} |",
+            f"| indexing rate / model rate (target >= 0.9) | {i['ratio']:.3f} |",
+            "",
+        ]
     for key in ("warm", "scale"):
         if key not in res:
             continue
         w = res[key]
-        lines += [f"| {key}: {w['build']['passages']:,} passages | hybrid p50 | hybrid p95 | bm25 p50 | dense p50 | "
-                  "encode p50 | recall@10 vs exact | peak RSS MB | open s |",
-                  "|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            f"| {key}: {w['build']['passages']:,} passages | hybrid p50 | hybrid p95 | bm25 p50 | dense p50 | "
+            "encode p50 | recall@10 vs exact | peak RSS MB | open s |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
         for label, r in w["runs"].items():
-            lines.append(f"| vectors: {label} ({', '.join(sorted(set(r['method'])))}) | {r['hybrid']['p50_ms']:.1f} | "
-                         f"{r['hybrid']['p95_ms']:.1f} | {r['bm25']['p50_ms']:.1f} | {r['dense']['p50_ms']:.2f} | "
-                         f"{r['encode']['p50_ms']:.1f} | {r['recall@10_vs_exact']:.3f} | {r['peak_rss_mb']:.0f} | "
-                         f"{r['open_s']:.1f} |")
+            lines.append(
+                f"| vectors: {label} ({', '.join(sorted(set(r['method'])))}) | {r['hybrid']['p50_ms']:.1f} | "
+                f"{r['hybrid']['p95_ms']:.1f} | {r['bm25']['p50_ms']:.1f} | {r['dense']['p50_ms']:.2f} | "
+                f"{r['encode']['p50_ms']:.1f} | {r['recall@10_vs_exact']:.3f} | {r['peak_rss_mb']:.0f} | "
+                f"{r['open_s']:.1f} |"
+            )
         first = next(iter(w["runs"].values()))
         if "whoosh" in first:
-            lines.append(f"\nwhoosh's own searcher, same index: p50 {first['whoosh']['p50_ms']:.1f} ms over "
-                         f"{first['whoosh']['n']} questions; ours (postings in numpy) {first['bm25']['p50_ms']:.1f} ms: "
-                         f"ratio ours/whoosh {first['bm25']['p50_ms'] / first['whoosh']['p50_ms']:.2f}.")
+            lines.append(
+                f"\nwhoosh's own searcher, same index: p50 {first['whoosh']['p50_ms']:.1f} ms over "
+                f"{first['whoosh']['n']} questions; ours (postings in numpy) {first['bm25']['p50_ms']:.1f} ms: "
+                f"ratio ours/whoosh {first['bm25']['p50_ms'] / first['whoosh']['p50_ms']:.2f}."
+            )
         if "build_s" in w["build"]:
             lines.append(f"\nIndex build (engine write, vectors replayed): {w['build']['build_s']:.0f} s.")
         if "peers" in w:
             p = w["peers"]
             best = min(w["runs"].values(), key=lambda r: r["dense"]["p50_ms"])
-            lines += ["", f"| peers, same {p['passages']:,} passages | p50 ms | p95 ms | ours p50 ms | ours/peer |",
-                      "|---|---|---|---|---|",
-                      f"| bm25s (Lucene BM25, top 100) | {p['bm25s']['p50_ms']:.2f} | {p['bm25s']['p95_ms']:.2f} | "
-                      f"{first['bm25']['p50_ms']:.2f} | {first['bm25']['p50_ms'] / p['bm25s']['p50_ms']:.2f} |",
-                      f"| sentence-transformers + FAISS flat (encode + search) | {p['st_faiss']['p50_ms']:.2f} | "
-                      f"{p['st_faiss']['p95_ms']:.2f} | {best['encode']['p50_ms'] + best['dense']['p50_ms']:.2f} | "
-                      f"{(best['encode']['p50_ms'] + best['dense']['p50_ms']) / p['st_faiss']['p50_ms']:.2f} |",
-                      f"\nbm25s index time {p['bm25s_index_s']:.1f} s."]
+            lines += [
+                "",
+                f"| peers, same {p['passages']:,} passages | p50 ms | p95 ms | ours p50 ms | ours/peer |",
+                "|---|---|---|---|---|",
+                f"| bm25s (Lucene BM25, top 100) | {p['bm25s']['p50_ms']:.2f} | {p['bm25s']['p95_ms']:.2f} | "
+                f"{first['bm25']['p50_ms']:.2f} | {first['bm25']['p50_ms'] / p['bm25s']['p50_ms']:.2f} |",
+                f"| sentence-transformers + FAISS flat (encode + search) | {p['st_faiss']['p50_ms']:.2f} | "
+                f"{p['st_faiss']['p95_ms']:.2f} | {best['encode']['p50_ms'] + best['dense']['p50_ms']:.2f} | "
+                f"{(best['encode']['p50_ms'] + best['dense']['p50_ms']) / p['st_faiss']['p50_ms']:.2f} |",
+                f"\nbm25s index time {p['bm25s_index_s']:.1f} s.",
+            ]
         lines.append("")
     return "\n".join(lines)
 
@@ -503,11 +590,21 @@ def main() -> None:
     if "index" in what:
         res["index"] = index_throughput(args.work, arts, real)
     if "warm" in what:
-        res["warm"] = warm(args.work, args.data, arts, real, args.passages, f"warm-{args.passages}",
-                           [None, "flat"], not args.no_peers, args.whoosh_questions)
+        res["warm"] = warm(
+            args.work,
+            args.data,
+            arts,
+            real,
+            args.passages,
+            f"warm-{args.passages}",
+            [None, "flat"],
+            not args.no_peers,
+            args.whoosh_questions,
+        )
     if "scale" in what:
-        res["scale"] = warm(args.work, args.data, arts, real, args.scale, f"scale-{args.scale}",
-                            ["sq8", "flat"], False, 0)
+        res["scale"] = warm(
+            args.work, args.data, arts, real, args.scale, f"scale-{args.scale}", ["sq8", "flat"], False, 0
+        )
     res["peak_rss_mb_bench"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     if args.json:
         print(json.dumps(res))
