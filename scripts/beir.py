@@ -1,29 +1,27 @@
-"""Retrieval quality on a BEIR dataset (SciFact), through the engine's own index and retrievers.
+"""Retrieval quality on a BEIR-layout folder, through the engine's whole default path.
 
-    python scripts/beir.py --data ../shared/data/scifact [--json] [--peers] [--work /tmp/beir]
+    python scripts/beir.py --data ../shared/data/scifact [--json] [--no-peers] [--work /tmp/beir]
 
-Indexes the corpus as articles (id = ``_id``, title, text; the text indexed is
-``title + "\\n\\n" + text``, as BEIR and Pyserini index "title + text", because the engine
-chunks and indexes an article's text only) with the real model, then, for every test
-query (``qrels/test.tsv``), asks the index's lexical and dense retrievers (the backend the
-engine itself uses, analysed with the engine's own ``query_terms``) for their top
-passages. A document's score is its best passage's (MaxP). Reported: nDCG@10 (linear gain,
-log2 discount, ideal from the qrels, as trec_eval / pytrec_eval) and recall@100, for bm25,
-dense and hybrid. Like BEIR's evaluator, a retrieved document whose id equals the query
-id is dropped.
+The corpus (``corpus.jsonl``: ``_id``, ``title``, ``text``) is written as the JSONL the
+engine ingests (id, title, text) and indexed the way a user's folder is: ingest, chunk,
+encode (title + passage), whoosh (text and title fields, the document-level index),
+vectors. Every test query (``qrels/test.tsv``) is then asked through ``Engine.search``
+with default settings (fusion, document signal, sentence reranker and its switch
+included), in each mode. A document's rank is its best passage's (MaxP). Reported:
+nDCG@10 (linear gain, log2 discount, ideal from the qrels, as trec_eval / pytrec_eval) and
+recall@100; like BEIR's evaluator, a retrieved document whose id equals the query id is
+dropped. Progress bars (with an ETA) go to stderr, the per-stage times into the table.
 
-Hybrid fuses the two document lists (each cut at ``--fuse-depth`` documents) with the
-engine's own :mod:`search.fusion` functions: RRF(60) and convex min-max fusion. The convex
-weight ``alpha`` is chosen on the *train* split (``qrels/train.tsv``), never on test; the
-``hybrid`` of the JSON line is the fusion chosen there (``--fusion`` overrides).
+Peers, in the same run (``--no-peers`` skips them): bm25s (Lucene BM25, k1=0.9, b=0.4,
+Porter stemmer, whole documents, title + text); plain sentence-transformers + FAISS flat
+over whole documents (title + text); and the hand-rolled hybrid an engineer would write,
+min-max convex fusion of those two, with its weight chosen on the *train* split
+(``qrels/train.tsv``), never on test.
 
-``--peers`` adds, in the same run: bm25s (Lucene BM25, k1=0.9, b=0.4, Porter stemmer,
-whole documents) and plain sentence-transformers + FAISS flat over whole documents.
+The index is cached in ``--work`` (rebuilt when missing or of another size), so a rerun
+only queries. ``--json`` prints exactly one line::
 
-The index is cached in ``--work`` (rebuilt when missing), so a rerun only queries.
-``--json`` prints exactly one line::
-
-    {"dataset": "scifact", "bm25": {"ndcg@10": .., "recall@100": ..}, "dense": {..}, "hybrid": {..}}
+    {"dataset": "scifact", "bm25": {"ndcg@10": .., "recall@100": ..}, "dense": {..}, "hybrid": {..}, ..}
 """
 
 from __future__ import annotations
@@ -34,7 +32,6 @@ import math
 import statistics
 import sys
 import time
-from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,10 +42,7 @@ sys.path.insert(0, str(ROOT))
 
 from machine import machine  # noqa: E402  (scripts/ is on sys.path)
 
-from search import engine as engine_mod  # noqa: E402
-from search.fusion import convex, rrf  # noqa: E402
-from search.text import analyze, query_terms  # noqa: E402
-from search.types import Article  # noqa: E402
+from search.fusion import convex  # noqa: E402
 
 Run = dict[str, list[tuple[str, float]]]  # query id -> ranked (doc id, score)
 Qrels = dict[str, dict[str, int]]
@@ -112,79 +106,93 @@ def drop_self(run: Run) -> Run:
 # ----------------------------------------------------------------------------- engine
 
 
-def open_index(work: Path, corpus: list[dict[str, Any]], target: int | None) -> Any:
-    """The engine over the corpus, built once into ``work`` and reused."""
-    from search.engine import Engine
+def bar(total: int, desc: str) -> Any:
+    from tqdm import tqdm
 
-    if target is not None:
-        engine_mod.CHUNK_TARGET = target  # an experiment: the manifest records the setting
-    path = work / f"index-{engine_mod.CHUNK_TARGET}"
+    return tqdm(
+        total=total,
+        desc=desc,
+        unit="q" if desc.startswith("search") else "it",
+        file=sys.stderr,
+        mininterval=2.0,
+        dynamic_ncols=True,
+    )
+
+
+def open_index(work: Path, corpus: list[dict[str, Any]]) -> tuple[Any, dict[str, float]]:
+    """The engine over the corpus, built once into ``work`` through ingest → index, and reused."""
+    from search.engine import Engine
+    from search.errors import IndexFormatError
+    from search.ingest import load
+
+    path = work / "index"
+    stages: dict[str, float] = {}
     if path.exists():
-        e = Engine.open(path)
-        if e.manifest().get("counts", {}).get("documents") == len(corpus):
-            return e
-        e.close()
+        try:
+            e = Engine.open(path)
+            if e.manifest().get("counts", {}).get("documents") == len(corpus):
+                return e, stages
+            e.close()
+        except IndexFormatError as err:
+            log(f"rebuilding: {err}")
         import shutil
 
         shutil.rmtree(path)
-    e = Engine.open(path, create=True)
-    arts = [
-        Article(id=d["_id"], title=d.get("title") or "", text=(d.get("title") or "") + "\n\n" + d["text"])
-        for d in corpus
-    ]
+    src = work / "corpus.jsonl"
+    with open(src, "w", encoding="utf-8") as f:
+        for d in corpus:
+            rec = {"id": d["_id"], "title": d.get("title") or "", "text": d["text"]}
+            f.write(json.dumps(rec, ensure_ascii=False) + "\n")
     t0 = time.perf_counter()
-    last = [0.0]
+    articles, problems = load([src])
+    stages["ingest_s"] = time.perf_counter() - t0
+    if problems:
+        log(f"{len(problems)} ingest problems, first: {problems[0]}")
+    e = Engine.open(path, create=True)
+    pbar: Any = None
+    enc: list[float] = []
 
     def progress(stage: str, done: int, total: int) -> None:
-        if time.perf_counter() - last[0] > 15 or done == total:
-            last[0] = time.perf_counter()
-            log(f"  {stage} {done}/{total} ({time.perf_counter() - t0:.0f} s)")
+        nonlocal pbar
+        if pbar is None:
+            pbar = bar(total, f"index: {stage} passages")
+            enc.append(time.perf_counter())
+        pbar.update(done - pbar.n)
+        if done == total:
+            enc.append(time.perf_counter())
 
-    rep = e.add(arts, reset=True, progress=progress)
-    log(f"indexed {len(arts)} articles as {rep.passages} passages in {rep.took_s:.1f} s")
-    return e
+    t1 = time.perf_counter()
+    rep = e.add(articles, reset=True, progress=progress)
+    if pbar is not None:
+        pbar.close()
+    total = time.perf_counter() - t1
+    stages["encode_s"] = enc[-1] - enc[0] if len(enc) >= 2 else 0.0
+    stages["chunk_and_write_s"] = total - stages["encode_s"]
+    log(f"indexed {len(articles)} articles as {rep.passages} passages in {total:.1f} s")
+    return e, stages
 
 
-def max_p(passages: Sequence[tuple[str, float]], doc_of: Callable[[str], str]) -> list[tuple[str, float]]:
-    """Document ranking from a passage ranking: a document scores its best passage."""
-    best: dict[str, float] = {}
-    for pid, s in passages:
-        d = doc_of(pid)
-        if d not in best or s > best[d]:
-            best[d] = s
-    return sorted(best.items(), key=lambda t: (-t[1], t[0]))
-
-
-def engine_runs(
-    e: Any, queries: dict[str, str], depth: int, analyser: str = "query"
-) -> tuple[Run, Run, dict[str, float]]:
-    backend = e._backend
-    doc_of = lambda pid: pid.rsplit("#", 1)[0]  # noqa: E731  passage ids are f"{doc_id}#{n}"
-    lex: Run = {}
-    den: Run = {}
-    t_lex: list[float] = []
-    t_den: list[float] = []
-    emb = e.embedder
+def engine_run(e: Any, queries: dict[str, str], mode: str, k: int = 100) -> tuple[Run, float]:
+    """The engine's ranking per query (``Engine.search``, default settings), as documents (MaxP)."""
+    run: Run = {}
+    times: list[float] = []
+    pb = bar(len(queries), f"search {mode}")
     for qid, text in queries.items():
-        terms = query_terms(text) if analyser == "query" else analyze(text)
         t0 = time.perf_counter()
-        lex[qid] = max_p(backend.lexical(terms, depth), doc_of)
-        t1 = time.perf_counter()
-        vec = emb.encode_query(text)
-        den[qid] = max_p(backend.dense(vec, depth), doc_of)
-        t2 = time.perf_counter()
-        t_lex.append(t1 - t0)
-        t_den.append(t2 - t1)
-    timing = {"bm25_ms_p50": statistics.median(t_lex) * 1000, "dense_ms_p50": statistics.median(t_den) * 1000}
-    return drop_self(lex), drop_self(den), timing
+        hits = e.search(text, k=k, mode=mode)
+        times.append(time.perf_counter() - t0)
+        docs: dict[str, float] = {}
+        for h in hits:
+            for d in [h.passage.doc_id, *h.duplicates]:  # a collapsed copy ranks with its story
+                docs.setdefault(d, -float(len(docs)))
+        run[qid] = list(docs.items())
+        pb.update(1)
+    pb.close()
+    return drop_self(run), statistics.median(times) * 1000
 
 
-def fuse(lex: Run, den: Run, how: str, alpha: float, depth: int) -> Run:
-    out: Run = {}
-    for q in lex:
-        a, b = lex[q][:depth], den.get(q, [])[:depth]
-        out[q] = rrf([a, b]) if how == "rrf" else convex(a, b, alpha=alpha)
-    return out
+def fuse(lex: Run, den: Run, alpha: float, depth: int = 100) -> Run:
+    return {q: convex(lex[q][:depth], den.get(q, [])[:depth], alpha=alpha) for q in lex}
 
 
 # ----------------------------------------------------------------------------- peers
@@ -264,21 +272,13 @@ def st_faiss_run(
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=Path("../shared/data/scifact"))
-    ap.add_argument("--work", type=Path, default=Path("/tmp/beir-scifact"))
+    ap.add_argument("--work", type=Path, default=None, help="cache folder (default /tmp/beir-<name>)")
     ap.add_argument("--json", action="store_true", help="print one JSON line")
-    ap.add_argument("--peers", action="store_true", help="also run bm25s and sentence-transformers + FAISS")
-    ap.add_argument("--depth", type=int, default=1000, help="passages each retriever returns")
-    ap.add_argument("--fuse-depth", type=int, default=100, help="documents of each list that are fused")
-    ap.add_argument("--fusion", default="tuned", help="tuned (on train), rrf, or convex:ALPHA")
-    ap.add_argument("--chunk-target", type=int, default=None, help="experiment: passage size in characters")
-    ap.add_argument(
-        "--analyser",
-        choices=["query", "index"],
-        default="query",
-        help="query: the engine's query_terms; index: the indexing analyser",
-    )
+    ap.add_argument("--no-peers", action="store_true", help="skip bm25s, dense and convex peers")
+    ap.add_argument("--modes", default="hybrid,bm25,dense", help="engine modes to run")
     args = ap.parse_args()
 
+    work = args.work or Path(f"/tmp/beir-{args.data.name}")
     corpus = read_jsonl(args.data / "corpus.jsonl")
     all_queries = {str(q["_id"]): q["text"] for q in read_jsonl(args.data / "queries.jsonl")}
     test = read_qrels(args.data / "qrels" / "test.tsv")
@@ -286,86 +286,64 @@ def main() -> None:
     train = read_qrels(train_path) if train_path.exists() else {}
     q_test = {q: all_queries[q] for q in test if q in all_queries}
     q_train = {q: all_queries[q] for q in train if q in all_queries}
-    args.work.mkdir(parents=True, exist_ok=True)
+    work.mkdir(parents=True, exist_ok=True)
 
-    e = open_index(args.work, corpus, args.chunk_target)
+    t0 = time.perf_counter()
+    e, stages = open_index(work, corpus)
     n_passages = e.stats()["passages"]
-    lex, den, timing = engine_runs(e, q_test, args.depth, args.analyser)
-    rows: list[tuple[str, dict[str, float]]] = [("bm25", evaluate(lex, test)), ("dense", evaluate(den, test))]
+    rows: list[tuple[str, dict[str, float], str]] = []
+    for mode in args.modes.split(","):
+        t = time.perf_counter()
+        run, p50 = engine_run(e, q_test, mode)
+        stages[f"search_{mode}_s"] = time.perf_counter() - t
+        rows.append((mode, evaluate(run, test), f"engine default path, {p50:.1f} ms/query p50"))
+    e.close()
 
-    # Fusion weight: chosen on train only.
-    choice = ("rrf", 0.0)
-    tuning: dict[str, float] = {}
-    if args.fusion == "tuned" and q_train:
-        lex_tr, den_tr, _ = engine_runs(e, q_train, args.depth, args.analyser)
-        best = ("rrf", 0.0)
-        best_score = evaluate(fuse(lex_tr, den_tr, "rrf", 0, args.fuse_depth), train)["ndcg@10"]
-        tuning["rrf"] = best_score
-        for a in [round(x * 0.05, 2) for x in range(4, 17)]:
-            s = evaluate(fuse(lex_tr, den_tr, "convex", a, args.fuse_depth), train)["ndcg@10"]
-            tuning[f"convex:{a}"] = s
-            if s > best_score:
-                best, best_score = ("convex", a), s
-        choice = best
-    elif args.fusion.startswith("convex"):
-        choice = ("convex", float(args.fusion.split(":", 1)[1]) if ":" in args.fusion else 0.5)
-    hybrid = evaluate(fuse(lex, den, choice[0], choice[1], args.fuse_depth), test)
-    label = "rrf" if choice[0] == "rrf" else f"convex alpha={choice[1]}"
-    rows.append(("hybrid", hybrid))
-    extra = [
-        ("hybrid rrf(60)", evaluate(fuse(lex, den, "rrf", 0, args.fuse_depth), test)),
-        ("hybrid convex 0.5", evaluate(fuse(lex, den, "convex", 0.5, args.fuse_depth), test)),
-    ]
     peers: list[tuple[str, dict[str, float], str]] = []
-    if args.peers:
-        b_run, b_t = bm25s_run(corpus, q_test)
+    if not args.no_peers:
+        queries = {**q_test, **q_train}
+        t = time.perf_counter()
+        b_run, b_t = bm25s_run(corpus, queries)
+        s_run, s_t = st_faiss_run(corpus, queries, work)
+        stages["peers_s"] = time.perf_counter() - t
         peers.append(("bm25s (lucene, whole docs)", evaluate(b_run, test), f"{b_t['ms_p50']:.2f} ms/query"))
-        s_run, s_t = st_faiss_run(corpus, q_test, args.work)
         peers.append(
             (
-                "sentence-transformers + FAISS flat (whole docs)",
+                "dense: sentence-transformers + FAISS flat (whole docs)",
                 evaluate(s_run, test),
                 f"{s_t['ms_p50']:.2f} ms/query",
             )
         )
-    e.close()
-
-    out = {"dataset": args.data.name, **{name: m for name, m in rows}}
-    if args.json:
-        print(json.dumps(out))
-        log(
-            json.dumps(
-                {
-                    "fusion": label,
-                    "tuning_train_ndcg@10": tuning,
-                    "passages": n_passages,
-                    "extra": dict((n, m) for n, m in extra),
-                    "peers": {n: m for n, m, _ in peers},
-                    "timing": timing,
-                }
+        alpha, best = 0.5, -1.0
+        if train:
+            for a in [round(x * 0.05, 2) for x in range(2, 19)]:
+                sc = evaluate(fuse(b_run, s_run, a), train)["ndcg@10"]
+                if sc > best:
+                    alpha, best = a, sc
+        peers.append(
+            (
+                f"convex bm25s + dense (alpha={alpha}, chosen on train)",
+                evaluate(fuse(b_run, s_run, alpha), test),
+                "min-max convex fusion",
             )
         )
+    stages["total_s"] = time.perf_counter() - t0
+
+    out = {"dataset": args.data.name, **{name: m for name, m, _ in rows}}
+    if args.json:
+        out["peers"] = {n: m for n, m, _ in peers}
+        out["stages"] = {k: round(v, 2) for k, v in stages.items()}
+        print(json.dumps(out))
         return
     print(
         f"## BEIR {args.data.name}: {len(q_test)} test queries, {len(corpus)} documents, {n_passages} passages\n"
     )
-    print(
-        f"Machine: {machine()}. Date: {time.strftime('%Y-%m-%d')}. "
-        f"Hybrid = {label} (chosen on the train split).\n"
-    )
+    print(f"Machine: {machine()}. Date: {time.strftime('%Y-%m-%d')}.\n")
     print("| run | nDCG@10 | recall@100 | note |")
     print("|---|---|---|---|")
-    notes = {
-        "bm25": f"engine whoosh BM25, MaxP, {timing['bm25_ms_p50']:.1f} ms/query p50",
-        "dense": f"engine ONNX MiniLM + vectors, MaxP, {timing['dense_ms_p50']:.1f} ms/query p50",
-        "hybrid": label,
-    }
-    for name, m in rows + extra:
-        print(f"| {name} | {m['ndcg@10']:.4f} | {m['recall@100']:.4f} | {notes.get(name, '')} |")
-    for name, m, note in peers:
+    for name, m, note in rows + peers:
         print(f"| {name} | {m['ndcg@10']:.4f} | {m['recall@100']:.4f} | {note} |")
-    if tuning:
-        print("\nTrain-split nDCG@10 by fusion: " + ", ".join(f"{k} {v:.4f}" for k, v in tuning.items()))
+    print("\nStages: " + ", ".join(f"{k} {v:.1f}" for k, v in stages.items()))
 
 
 if __name__ == "__main__":

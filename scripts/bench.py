@@ -116,8 +116,11 @@ def passage_table(
     from search.chunk import chunk, segment
 
     t0 = time.perf_counter()
+    from search.text import headline
+
+    # what the engine encodes: the article's headline, then the passage (E.dense_text)
     texts = [
-        p.text
+        E.dense_text(headline(a.get("title") or "", a["text"]), p.text)
         for a in arts
         for p in chunk(a["id"], a["text"], target_chars=E.CHUNK_TARGET, overlap=E.CHUNK_OVERLAP)
     ]

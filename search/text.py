@@ -164,3 +164,18 @@ def query_terms(question: str) -> list[str]:
 def has_searchable_text(question: str) -> bool:
     """True when the question has at least one word (letters or digits)."""
     return any(True for _ in _words(question))
+
+
+def headline(title: str, text: str) -> str:
+    """The article's own headline, or "" when its title was derived from its first sentence.
+
+    Ingest derives a title from the opening sentence when a file has none (see
+    ``search.ingest.derive_title``); indexing that again as a headline would only count
+    the opening sentence twice.
+    """
+    t = " ".join((title or "").split())
+    if not t:
+        return ""
+    head = " ".join(text[: len(t) + 400].split())
+    stem = t[:-1].rstrip() if t.endswith("…") else t
+    return "" if stem and stem in head else t

@@ -12,6 +12,8 @@ hyphenated words that split into two terms are left out).
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from functools import lru_cache
 
 from .text import analyze
@@ -82,3 +84,28 @@ def _expand(terms: tuple[str, ...]) -> tuple[str, ...]:
 def expand(terms: list[str]) -> list[str]:
     """Index terms related to ``terms`` (not including them), in a stable order."""
     return list(_expand(tuple(terms)))
+
+
+# Words nearly every football report uses, and few other texts: the corpus statistic
+# that says whether the football rules (these expansions, the sentence reranker's
+# football patterns) apply. Measured share (mean over these words of the share of
+# passages holding them): seeds 0.27, seeds + BBC football 0.17, BBC Sport all five sports 0.09,
+# SciFact 0.004. The threshold sits well between (see FOOTBALL_SHARE).
+MARKERS = "football goal match striker midfielder goalkeeper league referee penalty scored"
+_MARKER_TERMS = tuple(dict.fromkeys(t for w in MARKERS.split() for t in analyze(w)))
+FOOTBALL_SHARE = 0.03
+
+
+def football_share(idf: Callable[[str], float]) -> float:
+    """Mean share of passages holding each marker word, from the index's own BM25 idf.
+
+    Lucene's idf is ``ln((N + 1) / (df + 0.5))``, so ``exp(-idf)`` is the share
+    ``(df + 0.5) / (N + 1)``: any backend that answers idf answers this, exact under
+    adds and removes, with nothing extra stored.
+    """
+    return sum(math.exp(-idf(t)) for t in _MARKER_TERMS) / len(_MARKER_TERMS)
+
+
+def is_football(idf: Callable[[str], float]) -> bool:
+    """Whether the football rules apply to the corpus behind ``idf``."""
+    return football_share(idf) >= FOOTBALL_SHARE

@@ -216,9 +216,10 @@ def milvus(tmp_path: Path):
 def test_milvus_native_hybrid_and_filters(milvus: Engine) -> None:
     milvus.add([A, B])
     be = milvus._backend
-    vec = milvus.embedder.encode_query("Fernandez equalised late")
+    # ("late" would now match A's headline "Late winner", which both retrievers see)
+    vec = milvus.embedder.encode_query("Fernandez equalised in the 85th minute")
     for fusion in ("rrf", "weighted"):
-        hits = be.hybrid("Fernandez equalised late", vec, 2, fusion)
+        hits = be.hybrid("Fernandez equalised in the 85th minute", vec, 2, fusion)
         assert hits and hits[0][0].startswith("b.txt#")
     assert {p.split("#")[0] for p, _ in be.hybrid("goal", vec, 5, "rrf", filter={"source": "bbc"})} == {
         "a.txt"

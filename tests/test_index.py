@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from search.backends.local import FORMAT
 from search.embed import HashEmbedder
 from search.engine import Engine
 from search.errors import IndexFormatError, IndexMissingError, QueryError
@@ -44,7 +45,7 @@ def test_round_trip_reopens_without_reencoding(tmp_path: Path) -> None:
 def test_manifest_records_settings(hash_engine) -> None:
     hash_engine.add([A])
     m = hash_engine.manifest()
-    assert m["format"] == 3
+    assert m["format"] == FORMAT
     assert m["embedding"] == {"model": "hash", "dim": 384, "backend": "hash"}  # the fake is its own model
     assert m["chunking"]["target_chars"] > 0
     assert m["counts"] == {"documents": 1, "passages": 1}
@@ -174,4 +175,4 @@ def test_reindex_rebuilds_an_index_of_another_format(tmp_path: Path) -> None:
         Engine.open(tmp_path / "idx", embedder=HashEmbedder())
     engine, report = Engine.rebuild(tmp_path / "idx", embedder=HashEmbedder())
     assert report.added == ["a.txt"]
-    assert engine.manifest()["format"] == 3 and engine.search("winner", k=1)
+    assert engine.manifest()["format"] == FORMAT and engine.search("winner", k=1)

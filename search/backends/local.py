@@ -8,7 +8,8 @@ Layout of an index directory::
       gen-000007/
         manifest.json         format, model, chunking, counts, segments, times
         docs.json             the live documents: metadata, segment, rows (one JSON table)
-        lexical/              whoosh index of the analysed passages
+        lexical/              whoosh indexes: the analysed passages (text + title fields) and,
+                              as indexname "docs", one entry per article (title + whole text)
         seg-000003.npy        vectors of the passages written in one write
         seg-000003.jsonl      those passages: id, doc id, span
         seg-000003.articles.jsonl  the articles written in that write
@@ -47,7 +48,8 @@ from .. import __version__
 from .. import lexical as lx
 from ..dedup import decode as dedup_decode
 from ..errors import IndexFormatError, IndexMissingError, WriterBusyError
-from ..text import analyze
+from ..fusion import doc_weight, with_documents
+from ..text import analyze, headline
 from ..types import Article, Passage
 from ..vectors import (
     ANN_SUFFIX,
@@ -62,7 +64,9 @@ from . import DocRecord, WriteBatch
 
 log = logging.getLogger(__name__)
 
-FORMAT = 3  # 2: numpy segment files (spans, sentences, signatures); 3: docs.json table
+# 2: numpy segment files (spans, sentences, signatures); 3: docs.json table;
+# 4: a title field on passages, the document-level index, title + passage as the dense text
+FORMAT = 4
 DOC_FIELDS = (
     "id", "title", "source", "url", "published", "path", "content_hash", "added", "passages", "duplicate_of",
     "segment", "row_start",
@@ -309,7 +313,9 @@ class Snapshot:
         self.vector_segments: list[VectorSegment] = vsegs
         self.n_passages = sum(r[i_n] for r in self._rows)
         bm25 = self.manifest.get("bm25", {})
-        self.lexical = lx.LexicalIndex(self.dir / "lexical", k1=bm25.get("k1", 0.9), b=bm25.get("b", 0.4))
+        k1, b = bm25.get("k1", 0.9), bm25.get("b", 0.4)
+        self.lexical = lx.LexicalIndex(self.dir / "lexical", k1=k1, b=b)
+        self.doc_lexical = lx.LexicalIndex(self.dir / "lexical", k1=k1, b=b, indexname=lx.DOCS)
         self._lex_lock = threading.Lock()
 
     # The reading interface, bound to this one generation: a query that uses a
@@ -321,8 +327,15 @@ class Snapshot:
         expansions: Sequence[str] | None = None,
         question: str | None = None,  # whoosh works on our own analysed terms
     ) -> list[tuple[str, float]]:
+        exp = list(expansions or [])
+        dw = doc_weight(self.n_docs)
         with self._lex_lock:
-            return self.lexical.search(list(terms), k, list(expansions or []))
+            passages = self.lexical.search(list(terms), k, exp)
+            if dw <= 0:
+                return passages
+            # Twice as deep: a passage near the cut should still find its document's score.
+            docs = self.doc_lexical.search(list(terms), 2 * k, exp)
+        return with_documents(passages, docs, dw)[:k]
 
     def dense(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
         hits = search_segments(self.vector_segments, vector, k)
@@ -411,6 +424,7 @@ class Snapshot:
 
     def close(self) -> None:
         self.lexical.close()
+        self.doc_lexical.close()
 
 
 class LocalBackend:
@@ -683,15 +697,17 @@ def write_generation(root: Path, batch: WriteBatch, cache: dict[str, _Segment] |
             cache[name] = _load_segment(tmp, name)
         return cache[name]
 
-    def analysed_passages(doc_id: str) -> dict[str, str]:
+    def analysed_passages(doc_id: str) -> tuple[dict[str, str | tuple[str, str]], str]:
+        """What the passage index and the document index hold for one live document."""
         r = docs[doc_id]
         s = seg(r["segment"])
         art = s.articles[s.by_id[doc_id]]
-        out = {}
+        title = " ".join(analyze(headline(art.title, art.text)))
+        out: dict[str, str | tuple[str, str]] = {}
         for i in range(r["passages"]):
             a, b = (int(x) for x in s.spans[r["row_start"] + i])
-            out[f"{doc_id}#{i}"] = " ".join(analyze(art.text[a:b]))
-        return out
+            out[f"{doc_id}#{i}"] = (" ".join(analyze(art.text[a:b])), title)
+        return out, _doc_text(art)
 
     # Within one batch the last version of a document wins.
     last = {a.id: i for i, a in enumerate(batch.articles)}
@@ -707,6 +723,7 @@ def write_generation(root: Path, batch: WriteBatch, cache: dict[str, _Segment] |
     sentences = pick(batch.sentences, [])
     minhash = pick(batch.minhash, "")
     writer = lx.LexicalWriter(tmp / "lexical")
+    doc_writer = lx.LexicalWriter(tmp / "lexical", indexname=lx.DOCS)
     try:
         to_delete = set(batch.remove)
         if batch.reset:
@@ -715,7 +732,9 @@ def write_generation(root: Path, batch: WriteBatch, cache: dict[str, _Segment] |
         for doc_id in sorted(to_delete):
             if doc_id not in docs:
                 continue
-            writer.delete_doc(doc_id, analysed_passages(doc_id))
+            in_passages, in_doc = analysed_passages(doc_id)
+            writer.delete_doc(doc_id, in_passages)
+            doc_writer.delete_doc(doc_id, {doc_id: in_doc})
             del docs[doc_id]
 
         if articles:
@@ -740,8 +759,10 @@ def write_generation(root: Path, batch: WriteBatch, cache: dict[str, _Segment] |
                     "row_start": row,
                 }
                 row += len(ps)
+                title = " ".join(analyze(headline(art.title, art.text)))
                 for p in ps:
-                    writer.add(p.id, p.doc_id, " ".join(analyze(p.text)))
+                    writer.add(p.id, p.doc_id, " ".join(analyze(p.text)), title)
+                doc_writer.add(art.id, art.id, _doc_text(art))
             dim = int(manifest.get("embedding", {}).get("dim", 0)) or (vectors[0].shape[1] if vectors else 0)
             allv = np.concatenate([np.asarray(v, np.float32).reshape(-1, dim) for v in vectors])
             sigs = (
@@ -760,9 +781,11 @@ def write_generation(root: Path, batch: WriteBatch, cache: dict[str, _Segment] |
             )
             segments[name] = {"name": name, "rows": rows}
         writer.commit()
+        doc_writer.commit()
         _merge_vector_segments(tmp, manifest, segments, docs, seg)
     except BaseException:
         writer.cancel()
+        doc_writer.cancel()
         shutil.rmtree(tmp, ignore_errors=True)
         raise
 
@@ -799,6 +822,11 @@ def write_generation(root: Path, batch: WriteBatch, cache: dict[str, _Segment] |
     _write_text(root / CURRENT, new + "\n")
     _fsync_dir(root)
     return new
+
+
+def _doc_text(art: Article) -> str:
+    """An article as the document-level index holds it: its title and whole text, analysed."""
+    return " ".join(analyze(f"{headline(art.title, art.text)}\n{art.text}"))
 
 
 def _tier(rows: int) -> int:
