@@ -102,7 +102,7 @@ def cluster(atype: str, cands: list[Candidate], story: Callable[[str], str]) -> 
 def _idf(sents: list[Sent]) -> dict[str, float]:
     df: dict[str, int] = {}
     for s in sents:
-        for k in s.keys:
+        for k in sorted(s.keys):
             df[k] = df.get(k, 0) + 1
     n = len(sents) or 1
     return {k: math.log(1 + n / (1 + d)) for k, d in df.items()}
@@ -121,7 +121,7 @@ def context(cl: Cluster, idf: dict[str, float]) -> dict[str, float]:
     own = set(_keys_of(cl.key))
     terms: dict[str, float] = {}
     for c in cl.articles.values():
-        for k in c.sent.keys:
+        for k in sorted(c.sent.keys):
             if k not in own:
                 terms[k] = idf.get(k, 0.0)
     return terms
@@ -133,7 +133,7 @@ def _keys_of(value: str) -> list[str]:
 
 def overlap(s: Sent, ctx: dict[str, float], idf: dict[str, float], own: set[str]) -> float:
     """Share of sentence ``s``'s own weight (the value's words aside) that the context states."""
-    mine = {k: idf.get(k, 0.0) for k in s.keys if k not in own}
+    mine = {k: idf.get(k, 0.0) for k in sorted(s.keys) if k not in own}  # sorted: hash-seed independent
     total = sum(mine.values()) or 1.0
     return sum(w for k, w in mine.items() if k in ctx) / total
 

@@ -170,7 +170,7 @@ def _score(q: QuestionInfo, sents: list[Sent], focus: list[str]) -> None:
     for s, ks in zip(sents, keyed):
         present = {k for k, _ in ks}
         s.keys = frozenset(present)
-        found = sum(weight[k] for k in present if k in weight)
+        found = sum(weight[k] for k in sorted(present) if k in weight)  # sorted: one sum in every process
         if found:  # question words that stand together in the sentence as in the question
             pos: dict[str, list[int]] = {}
             for i, (k, _) in enumerate(ks):
