@@ -19,9 +19,14 @@ from typing import Any
 
 import numpy as np
 
+from . import ordering
 from .backends import Backend, DocRecord, WriteBatch
+from .dates import iso_utc
 from .errors import DocumentNotFoundError, IndexFormatError, IndexMissingError, IngestError, QueryError
-from .fusion import CONVEX_ALPHA, DEFAULT_FUSION, RRF_K, Fusion, Mode, confidence_alpha, convex, rrf
+from .facets import Facets
+from .filters import Filters
+from .fusion import CONVEX_ALPHA, DEFAULT_FUSION, RRF_K, Fusion, Mode, confidence_alpha, convex, doc_of, rrf
+from .ordering import DEFAULT_HALF_LIFE_DAYS, Sort, check_half_life
 from .rerank import RERANK_DEPTH, rerank
 from .text import has_searchable_text, headline, query_terms
 from .types import Answer, Article, Hit, Passage
@@ -32,6 +37,7 @@ log = logging.getLogger(__name__)
 DEFAULT_INDEX = "index"
 MAX_QUESTION_CHARS = 2000
 MAX_K = 100
+MAX_OFFSET = 1_000  # paging deeper than this is a crawl: use `search list` / GET /documents
 CHUNK_TARGET = 700
 CHUNK_OVERLAP = 1
 CHUNK_VERSION = 2  # bump whenever search.chunk changes what passages it makes
@@ -43,6 +49,16 @@ CANDIDATES = 50
 # How many passages the answer module reads: five outlets' worth of evidence, so a
 # lone dissenting outlet ranked below the shown passages still counts as a conflict.
 ANSWER_DEPTH = 20
+
+
+@dataclass
+class Query:
+    """What narrows and orders a search besides the question: filters, sort, page."""
+
+    filters: Any = None
+    sort: str = "relevance"
+    offset: int = 0
+    half_life: float = DEFAULT_HALF_LIFE_DAYS
 
 
 def default_index_path() -> Path:
@@ -539,37 +555,82 @@ class Engine:
         return q
 
     def search(
-        self, question: str, k: int = 10, mode: str = "hybrid", collapse: bool | None = None
+        self,
+        question: str,
+        k: int = 10,
+        mode: str = "hybrid",
+        collapse: bool | None = None,
+        *,
+        filters: Any = None,
+        sort: str = "relevance",
+        offset: int = 0,
+        half_life: float = DEFAULT_HALF_LIFE_DAYS,
     ) -> list[Hit]:
         """Ranked passages for a question (``mode``: hybrid, bm25 or dense).
 
         With ``collapse`` (default: the engine's setting, on), copies of one story
         count once: only the first copy's passages are returned, naming the others.
+        ``filters`` (see :mod:`search.filters`) are applied inside both retrievers, so
+        the result is the best ``k`` passages that pass them. ``sort`` is relevance,
+        newest or recency (``half_life`` in days, see :mod:`search.ordering`); ``offset``
+        skips that many hits (the next page).
         """
-        return self._search(question, k, mode, collapse)[0]
+        opts = Query(filters, sort, offset, half_life)
+        return self._search(question, k, mode, collapse, opts)[0]
+
+    def fields(self) -> dict[str, str]:
+        """The fields this index can filter on, and their kinds (text, number, bool, strings, date)."""
+        from .filters import BUILTIN
+
+        return {**BUILTIN, **self._backend.reader().fields()}
+
+    def check_filters(self, filters: Any) -> Filters:
+        """``filters`` parsed and checked against this index's fields, or :class:`FilterError`."""
+        f = Filters.of(filters)
+        return f.check(self._backend.reader().fields()) if f else f
+
+    def facets(self, question: str, filters: Any = None, mode: str = "hybrid") -> Facets:
+        """Facet counts over every passage matching ``question`` and ``filters`` (:mod:`search.facets`)."""
+        q = self.check_question(question)
+        view = self._backend.reader()
+        flt = Filters.of(filters).check(view.fields())
+        return self._facets(view, q, flt, Mode.from_str(mode))
+
+    def _facets(self, view: Any, q: str, flt: Filters, m: Mode) -> Facets:
+        terms = query_terms(q)
+        expansions = expand(terms) if self._is_football(view) else []
+        return view.facets(terms, expansions, flt or None, words=m is not Mode.DENSE, question=q)
 
     def _search(
-        self, question: str, k: int, mode: str, collapse: bool | None
+        self, question: str, k: int, mode: str, collapse: bool | None, opts: Query | None = None
     ) -> tuple[list[Hit], np.ndarray | None]:
         """:meth:`search`, and the question's vector when dense retrieval computed one."""
+        opts = opts or Query()
         collapse = self.collapse_duplicates if collapse is None else collapse
         q = self.check_question(question)
         vec: np.ndarray | None = None
         m = Mode.from_str(mode) if isinstance(mode, str) else Mode(mode)
         if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
             raise ValueError(f"k must be a whole number from 1 to {MAX_K}")
+        offset = opts.offset
+        if not isinstance(offset, int) or isinstance(offset, bool) or not 0 <= offset <= MAX_OFFSET:
+            raise QueryError(f"offset must be a whole number from 0 to {MAX_OFFSET}")
+        order = Sort.from_str(opts.sort)
+        half_life = check_half_life(opts.half_life)
         view = self._backend.reader()  # one generation for the whole query
+        flt: Filters | None = Filters.of(opts.filters).check(view.fields()) or None
         terms = query_terms(q)
         football = self._is_football(view)
         expansions = expand(terms) if football else []
-        depth = max(CANDIDATES, k * 3)
+        want = k + offset
+        depth = max(CANDIDATES, want * 3)
         lex: list[tuple[str, float]] = []
         den: list[tuple[str, float]] = []
         if m in (Mode.BM25, Mode.HYBRID):
-            lex = view.lexical_search(terms, depth, expansions, question=q)
+            lex = view.lexical_search(terms, depth, expansions, question=q, filters=flt)
         if m in (Mode.DENSE, Mode.HYBRID):
             vec = self.embedder.encode_query(q)
-            den = view.dense(vec, depth)
+            den = view.dense(vec, depth, filters=flt)
         if m is Mode.BM25:
             fused = lex
         elif m is Mode.DENSE:
@@ -584,6 +645,8 @@ class Engine:
             if self.rerank:
                 head = rerank(q, terms, expansions, fused[:RERANK_DEPTH], view.sentences, view.idf)
                 fused = head + fused[RERANK_DEPTH:]
+        if order is not Sort.RELEVANCE:
+            fused = self._ordered(view, order, fused, m, terms, expansions, flt, want, half_life, q)
         lex_rank = {pid: i for i, (pid, _) in enumerate(lex, 1)}
         den_rank = {pid: i for i, (pid, _) in enumerate(den, 1)}
         lex_score = dict(lex)
@@ -610,6 +673,8 @@ class Engine:
                 source=rec.source if rec else "",
                 url=rec.url if rec else None,
                 published=rec.published if rec else None,
+                published_utc=iso_utc(rec.published_ts) if rec else None,
+                metadata=dict(rec.metadata or {}) if rec else {},
                 bm25_rank=lex_rank.get(pid),
                 dense_rank=den_rank.get(pid),
                 bm25_score=lex_score.get(pid),
@@ -619,11 +684,43 @@ class Engine:
             if rec is not None:
                 seen_groups.setdefault(rec.duplicate_of or rec.id, hit)
             hits.append(hit)
-            if len(hits) >= k:
+            if len(hits) >= want:
                 break
-        for i, h in enumerate(hits, 1):
+        hits = hits[offset:]
+        for i, h in enumerate(hits, offset + 1):
             h.rank = i
         return hits, vec
+
+    def _ordered(
+        self,
+        view: Any,
+        order: Sort,
+        fused: list[tuple[str, float]],
+        m: Mode,
+        terms: list[str],
+        expansions: list[str],
+        flt: Filters | None,
+        want: int,
+        half_life: float,
+        q: str,
+    ) -> list[tuple[str, float]]:
+        """The candidates in ``newest`` or ``recency`` order (:mod:`search.ordering`)."""
+        cache: dict[str, float | None] = {}
+
+        def ts_of(pid: str) -> float | None:
+            d = doc_of(pid)
+            if d not in cache:
+                rec = view.doc(d)
+                cache[d] = rec.published_ts if rec is not None else None
+            return cache[d]
+
+        if order is Sort.RECENCY:
+            return ordering.recency(fused, ts_of, half_life)
+        if m is Mode.DENSE:
+            return ordering.by_date(fused, ts_of)
+        # Deep enough that collapsed copies still leave ``want`` hits.
+        dated = view.newest(terms, expansions, flt, max(want * 3, CANDIDATES), question=q)
+        return ordering.newest(dated, fused)
 
     def _is_football(self, view: Any) -> bool:
         """The football rules apply to this corpus (measured once per index generation)."""
@@ -642,16 +739,28 @@ class Engine:
         mode: str = "hybrid",
         answer: bool = True,
         collapse: bool | None = None,
+        *,
+        filters: Any = None,
+        sort: str = "relevance",
+        offset: int = 0,
+        half_life: float = DEFAULT_HALF_LIFE_DAYS,
+        facets: bool = False,
     ) -> Answer:
         """Search, then (with ``answer``) extract a short answer with its supporting sentences.
 
         The answer reads the top :data:`ANSWER_DEPTH` passages, so that outlets which
         rank lower still vote and can show a conflict; the result holds the top ``k``
         passages plus any deeper passage the answer cites (with its own rank number).
+        ``filters``, ``sort``, ``offset`` and ``half_life`` are :meth:`search`'s; with
+        ``facets`` the result carries counts over every matching passage
+        (:mod:`search.facets`), counted without the filters when nothing passes them.
         """
         t0 = time.perf_counter()
         depth = max(k, ANSWER_DEPTH) if answer else k
-        hits, vec = self._search(question, depth, mode, collapse)
+        view = self._backend.reader()
+        flt = Filters.of(filters).check(view.fields())
+        opts = Query(flt, sort, offset, half_life)
+        hits, vec = self._search(question, min(depth, MAX_K), mode, collapse, opts)
         block = None
         if answer:
             from .answer import build_answer
@@ -663,9 +772,24 @@ class Engine:
             cited = {s.passage_rank for s in block.sentences}
             cited |= {s.passage_rank for c in block.conflicts for s in c.sentences}
             shown += [h for h in hits[k:] if h.rank in cited]
+        counts = None
+        if facets:
+            m = Mode.from_str(mode)
+            counts = self._facets(view, question.strip(), flt, m)
+            if not hits and flt:
+                counts = self._facets(view, question.strip(), Filters(), m)
+                counts.unfiltered = True
         took = (time.perf_counter() - t0) * 1000
         return Answer(
-            question=question.strip(), mode=Mode.from_str(mode).value, took_ms=took, hits=shown, answer=block
+            question=question.strip(),
+            mode=Mode.from_str(mode).value,
+            took_ms=took,
+            hits=shown,
+            answer=block,
+            facets=counts,
+            filters=flt.to_dict() if flt else None,
+            sort=Sort.from_str(sort).value,
+            offset=offset,
         )
 
     # -- documents -------------------------------------------------------------------
@@ -685,6 +809,21 @@ class Engine:
     def documents(self) -> list[DocRecord]:
         self._backend.refresh()
         return sorted(self._backend.docs(), key=lambda d: d.id)
+
+    def list_documents(
+        self, offset: int = 0, limit: int | None = None, filters: Any = None
+    ) -> tuple[list[DocRecord], int]:
+        """One page of the documents (by id) that pass ``filters``, and how many pass in all."""
+        if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+            raise QueryError("offset must be a whole number, 0 or more")
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+            raise QueryError("limit must be a whole number, 1 or more")
+        flt = self.check_filters(filters)
+        docs = self.documents()
+        if flt:
+            docs = [d for d in docs if flt.matches(d.source, d.published_ts, d.metadata or {})]
+        end = None if limit is None else offset + limit
+        return docs[offset:end], len(docs)
 
     def passages_of(self, doc_id: str) -> list[Passage]:
         return self._backend.passages_of(doc_id)

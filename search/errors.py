@@ -38,6 +38,10 @@ class QueryError(SearchError, ValueError):
     """The question cannot be searched (empty, too long, nothing searchable)."""
 
 
+class FilterError(QueryError):
+    """A filter names an unknown field, or gives a value of the wrong form."""
+
+
 class MissingExtraError(SearchError, ImportError):
     """An optional dependency is not installed."""
 

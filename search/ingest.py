@@ -36,6 +36,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from search.chunk import known_names, segment, split_title_run
+from search.dates import html_published
+from search.filters import value_kind
 from search.types import Article
 
 __all__ = [
@@ -543,16 +545,45 @@ def _record(rec: Any, shown: str, abs_path: str, n: int) -> Article | IngestProb
         if v is not None and not isinstance(v, str):
             return bad(f'record {doc_id!r}: "{key}" must be a string')
         opt[key] = v or None
+    metadata: dict[str, Any] = {}
+    for key, v in rec.items():
+        if key in _RECORD_FIELDS or v is None:
+            continue
+        if value_kind(v) is None:
+            # Nested objects and mixed lists cannot be shown or filtered on: dropped, said once.
+            log.info(
+                "%s:%d: field %r is not text, a number, a bool or a list of strings: not kept", shown, n, key
+            )
+            continue
+        metadata[key] = v
     title = _one_line(_normalise(title or "")) or derive_title(body)
     return Article(
         id=doc_id,
         title=title,
         text=body,
-        source=opt["source"] or detect_source(body),
+        source=opt["source"] or detect_source(body) or site_name(opt["url"]),
         url=opt["url"],
         published=opt["published"],
         path=abs_path,
+        metadata=metadata,
     )
+
+
+# The fields an Article has of its own; every other field of a JSONL record is metadata.
+_RECORD_FIELDS = frozenset({"id", "title", "text", "source", "url", "published"})
+
+
+def site_name(url: str | None) -> str:
+    """The site an article's URL names ("https://www.bbc.co.uk/sport/x" → "bbc.co.uk"), else ""."""
+    if not url:
+        return ""
+    from urllib.parse import urlsplit
+
+    try:
+        host = urlsplit(url).hostname or ""
+    except ValueError:
+        return ""
+    return host.removeprefix("www.")
 
 
 def _read_html(text: str, shown: str, abs_path: str, rel: str) -> Iterator[Article | IngestProblem]:
@@ -586,9 +617,12 @@ def _read_html(text: str, shown: str, abs_path: str, rel: str) -> Iterator[Artic
         id=rel,
         title=title or derive_title(body),
         text=body,
-        source=_one_line(getattr(doc, "sitename", None) or "") or detect_source(body),
+        source=_one_line(getattr(doc, "sitename", None) or "")
+        or detect_source(body)
+        or site_name(getattr(doc, "url", None)),
         url=getattr(doc, "url", None) or None,
-        published=getattr(doc, "date", None) or None,
+        # trafilatura's date reads the page's metadata; the meta tags directly when it finds none
+        published=getattr(doc, "date", None) or html_published(text) or None,
         path=abs_path,
     )
 
@@ -624,6 +658,8 @@ def _read_feed(data: bytes, shown: str, abs_path: str, rel: str) -> Iterator[Art
         if stamp:  # feedparser gives a UTC struct_time
             y, mo, d, h, mi, sec = (int(x) for x in stamp[:6])
             published = datetime(y, mo, d, h, mi, sec, tzinfo=timezone.utc).isoformat()
+        else:  # a date feedparser cannot read: kept raw, parsed by search.dates if it can
+            published = _one_line(entry.get("published") or entry.get("updated") or "") or None
         yield Article(
             id=doc_id,
             title=title or derive_title(body),
@@ -819,6 +855,16 @@ def check_article(a: Article) -> str | None:
     problem = validate_id(a.id)
     if problem:
         return f"bad document id {printable(a.id)!r}: {problem}"
+    for key, v in a.metadata.items():
+        if not isinstance(key, str) or value_kind(v) is None:
+            return (
+                f"metadata field {printable(str(key))!r} must be text, a number, true/false "
+                "or a list of strings"
+            )
+        if any(
+            isinstance(x, str) and _SURROGATE.search(x) for x in [key, *(v if isinstance(v, list) else [v])]
+        ):
+            return f'metadata "{printable(key)}" holds a lone surrogate (invalid Unicode): fix the encoding'
     if len(a.text) > MAX_ARTICLE_CHARS:
         return (
             f"the article is {len(a.text):,} characters, over the limit of {MAX_ARTICLE_CHARS:,}: "

@@ -368,16 +368,49 @@ class LexicalIndex:
         expansions: list[str] | None = None,
         expansion_weight: float = 0.5,
         title_weight: float | None = None,
+        allow: np.ndarray | None = None,
     ) -> list[tuple[str, float]]:
         """Top passages for already-analysed query terms, as ``(passage_id, score)``.
 
         ``expansions`` are related terms (see :mod:`search.vocab`) that count at
         ``expansion_weight`` of a term the user typed. With ``title_weight`` 0 (or no
         titles) scores and order equal :meth:`search_whoosh` (tested); ties go to the
-        lower document number, as in whoosh.
+        lower document number, as in whoosh. ``allow`` (bool over whoosh document
+        numbers, see :meth:`docnum_keys`) is a filter: only those documents score, so
+        the result is the best ``limit`` of them. Collection statistics stay those of the
+        whole index: a filter selects, it does not re-weigh (Lucene's filter context).
         """
         if not terms or limit <= 0:
             return []
+        docs, scores = self.scores(terms, expansions, expansion_weight, title_weight, allow)
+        if limit < len(docs):
+            # Keep everything scoring at least the limit-th best (ties at the cut stay), then sort.
+            kth = np.partition(scores, len(scores) - limit)[len(scores) - limit]
+            sel = np.flatnonzero(scores >= kth)
+            docs, scores = docs[sel], scores[sel]
+        order = np.lexsort((docs, -scores))[:limit]
+        return [(self._pid(int(d)), float(s)) for d, s in zip(docs[order].tolist(), scores[order].tolist())]
+
+    def docnum_keys(self) -> list[str | None]:
+        """The stored key (passage id, or document id in the ``docs`` index) of every whoosh
+        document number, None where deleted: how a filter over documents becomes ``allow``."""
+        keys: list[str | None] = [None] * self._n_docs()
+        for docnum, stored in self._reader.iter_docs():
+            keys[docnum] = stored.get("pid")
+        return keys
+
+    def scores(
+        self,
+        terms: list[str],
+        expansions: list[str] | None = None,
+        expansion_weight: float = 0.5,
+        title_weight: float | None = None,
+        allow: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Every matching (and allowed) document: ``(docnums ascending, BM25F scores)``."""
+        empty = (np.zeros(0, np.int64), np.zeros(0, np.float64))
+        if not terms:
+            return empty
         tw = self.title_weight if title_weight is None else title_weight
         weights: dict[str, float] = {t: float(c) for t, c in Counter(terms).items()}
         for t in expansions or []:
@@ -394,7 +427,7 @@ class LexicalIndex:
             ids_parts.append(ids)
             score_parts.append((idf * qf) * ntf / (ntf + k1))
         if not ids_parts:
-            return []
+            return empty
         postings = sum(len(x) for x in ids_parts)
         n_docs = self._n_docs()
         if len(ids_parts) == 1:
@@ -409,13 +442,10 @@ class LexicalIndex:
         else:
             docs, inverse = np.unique(np.concatenate(ids_parts), return_inverse=True)
             scores = np.bincount(inverse, weights=np.concatenate(score_parts), minlength=len(docs))
-        if limit < len(docs):
-            # Keep everything scoring at least the limit-th best (ties at the cut stay), then sort.
-            kth = np.partition(scores, len(scores) - limit)[len(scores) - limit]
-            sel = np.flatnonzero(scores >= kth)
-            docs, scores = docs[sel], scores[sel]
-        order = np.lexsort((docs, -scores))[:limit]
-        return [(self._pid(int(d)), float(s)) for d, s in zip(docs[order].tolist(), scores[order].tolist())]
+        if allow is not None:
+            keep = allow[docs] if len(allow) >= n_docs else _allowed(allow, docs)
+            docs, scores = docs[keep], scores[keep]
+        return docs, scores
 
     def search_whoosh(
         self, terms: list[str], limit: int, expansions: list[str] | None = None, expansion_weight: float = 0.5
@@ -449,6 +479,14 @@ class LexicalIndex:
             (self._whoosh_searcher or self._reader).close()
         except Exception:  # pragma: no cover - closing is best effort
             pass
+
+
+def _allowed(allow: np.ndarray, docs: np.ndarray) -> np.ndarray:
+    """``allow[docs]`` where documents past the end of ``allow`` are not allowed."""
+    out = np.zeros(len(docs), dtype=bool)
+    inside = docs < len(allow)
+    out[inside] = allow[docs[inside]]
+    return out
 
 
 def _matched(ids: np.ndarray, tids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

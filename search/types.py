@@ -33,6 +33,11 @@ class Article:
     published: str | None = None
     path: str | None = None  # where it was read from, for `search reindex`
     content_hash: str = ""
+    # Every extra field of the source record (text, number, bool, list of strings), kept
+    # for display and filters (search.filters); e.g. BBC Sport's "category".
+    metadata: dict[str, Any] = field(default_factory=dict)
+    # ``published`` parsed to a UTC timestamp (search.dates), None when it does not parse.
+    published_ts: float | None = None
     # Filled at index time (search.enrich), stored with the article, read by the answer stage:
     # named entities as (start, end, label) and sentence spans (start, end), headings left out.
     entities: list[tuple[int, int, str]] = field(default_factory=list)
@@ -48,6 +53,19 @@ class Article:
             raise ValueError(f"article {self.id!r}: text must be a string")
         if not self.content_hash:
             self.content_hash = content_hash(self.title, self.text)
+        if not isinstance(self.metadata, dict):
+            raise ValueError(f"article {self.id!r}: metadata must be a mapping of field names to values")
+        if self.published_ts is None and self.published:
+            from .dates import timestamp
+
+            self.published_ts = timestamp(self.published)
+
+    @property
+    def published_utc(self) -> str | None:
+        """The parsed publication time, ISO 8601 in UTC (``2005-03-01T18:30:00Z``)."""
+        from .dates import iso_utc
+
+        return iso_utc(self.published_ts)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -57,6 +75,8 @@ class Article:
             "source": self.source,
             "url": self.url,
             "published": self.published,
+            "published_utc": self.published_utc,
+            "metadata": dict(self.metadata),
             "path": self.path,
             "content_hash": self.content_hash,
             "entities": [list(e) for e in self.entities],
@@ -74,6 +94,7 @@ class Article:
             published=d.get("published"),
             path=d.get("path"),
             content_hash=d.get("content_hash") or "",
+            metadata=dict(d.get("metadata") or {}),
             entities=[(int(a), int(b), str(lab)) for a, b, lab in d.get("entities") or []],
             sentences=[(int(a), int(b)) for a, b in d.get("sentences") or []],
         )
@@ -104,6 +125,8 @@ class Hit:
     source: str = ""
     url: str | None = None
     published: str | None = None
+    published_utc: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
     bm25_rank: int | None = None
     dense_rank: int | None = None
     bm25_score: float | None = None
@@ -129,6 +152,10 @@ class Hit:
             d["url"] = self.url
         if self.published:
             d["published"] = self.published
+        if self.published_utc:
+            d["published_utc"] = self.published_utc
+        if self.metadata:
+            d["metadata"] = dict(self.metadata)
         if self.duplicates:
             d["duplicates"] = list(self.duplicates)
         return d
@@ -224,6 +251,10 @@ class Answer:
     took_ms: float
     hits: list[Hit]
     answer: AnswerBlock | None = None
+    facets: Any = None  # search.facets.Facets, when asked for
+    filters: dict[str, Any] | None = None  # the filters applied, as checked: {field: [[op, value]]}
+    sort: str = "relevance"
+    offset: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -234,6 +265,14 @@ class Answer:
         }
         if self.answer is not None:
             d["answer"] = self.answer.to_dict()
+        if self.filters:
+            d["filters"] = self.filters
+        if self.sort != "relevance":
+            d["sort"] = self.sort
+        if self.offset:
+            d["offset"] = self.offset
+        if self.facets is not None:
+            d["facets"] = self.facets.to_dict()
         return d
 
     def _answer_context(self) -> str:

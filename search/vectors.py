@@ -50,6 +50,9 @@ ANN_MIN_ROWS = 20_000
 #: second core, and on a busy machine OpenMP/BLAS threads spin-waiting for a core
 #: turned 1 ms into 50-80 ms (measured). Index building uses every core.
 QUERY_THREADS = 1
+#: A filtered search over at most this many allowed rows gathers them and scores them
+#: exactly with numpy; above it FAISS searches with a bitmap selector (FILTERS_NOTES.md).
+EXACT_ALLOWED_ROWS = 8_192
 ANN_SUFFIX = ".faiss"
 #: Fraction of IVF lists probed. Measured recall@10 against exact search on real MiniLM
 #: vectors (docs/benchmarks.md): SciFact's 17,480 passages 0.893 at 1/16, 0.944 at 1/8,
@@ -249,8 +252,17 @@ class VectorSegment:
             elif sel is not None:
                 self._params = faiss.SearchParameters(sel=sel)
 
-    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Top ``k`` live rows per query: ``(scores, rows)``, rows -1 where fewer exist."""
+    def search(
+        self, queries: np.ndarray, k: int, allowed: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Top ``k`` live rows per query: ``(scores, rows)``, rows -1 where fewer exist.
+
+        ``allowed`` (bool [rows]) restricts the search to those rows, inside the index
+        (a metadata filter): the result is the best ``k`` allowed rows, never fewer
+        than there are, as :func:`allowed_search` explains.
+        """
+        if allowed is not None:
+            return self._allowed_search(queries, k, allowed)
         n_live = self.n_live
         dim = self.vectors.shape[1]
         q = np.ascontiguousarray(queries, dtype=np.float32).reshape(-1, dim)
@@ -266,6 +278,46 @@ class VectorSegment:
             return self._index.search(q, kk, params=self._params)
         return self._index.search(q, kk)
 
+    def _allowed_search(
+        self, queries: np.ndarray, k: int, allowed: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Search only the live rows that ``allowed`` marks.
+
+        Two ways, chosen by how many rows pass (measured in FILTERS_NOTES.md, 2 cores,
+        384 dims): up to ``EXACT_ALLOWED_ROWS`` rows, exact inner products over just those
+        rows (gathering them costs less than probing the IVF lists, and nothing is missed);
+        above it, FAISS with an ``IDSelectorBitmap`` of the allowed rows, which costs about
+        what an unfiltered probe does. An IVF probe can see fewer than ``k`` allowed rows
+        when the filter leaves few rows in the probed lists; then the exact path answers.
+        """
+        dim = self.vectors.shape[1]
+        q = np.ascontiguousarray(queries, dtype=np.float32).reshape(-1, dim)
+        ok = np.asarray(allowed, dtype=bool) & self.live
+        rows = np.flatnonzero(ok)
+        if not len(rows):
+            return np.full((len(q), 0), -np.inf, np.float32), np.full((len(q), 0), -1, np.int64)
+        kk = min(k, len(rows))
+        if self.search_method != "numpy" and len(rows) > EXACT_ALLOWED_ROWS:
+            self._ensure()
+            faiss = _faiss()
+            bitmap = np.packbits(ok.astype(np.uint8), bitorder="little")
+            sel = faiss.IDSelectorBitmap(len(ok), faiss.swig_ptr(bitmap))
+            ivf = _as_ivf(self._index)
+            params = (
+                faiss.SearchParametersIVF(sel=sel, nprobe=int(ivf.nprobe))
+                if ivf is not None
+                else faiss.SearchParameters(sel=sel)
+            )
+            scores, found = self._index.search(q, kk, params=params)
+            if (found >= 0).sum(axis=1).min() >= kk:
+                return scores, found
+        if self.search_method == "numpy":
+            out = [_numpy_top(self.vectors, ok, qi, kk) for qi in q]
+        else:
+            sub = np.asarray(self.vectors[rows], dtype=np.float32)
+            out = [(s, rows[r]) for s, r in (_numpy_top(sub, None, qi, kk) for qi in q)]
+        return np.stack([s for s, _ in out]), np.stack([r for _, r in out])
+
 
 def _as_ivf(index: Any) -> Any:
     faiss = _faiss()
@@ -279,11 +331,26 @@ def _is_flat(index: Any) -> bool:
     return type(index).__name__ == "IndexFlatIP"
 
 
-def search_segments(segments: list[VectorSegment], query: np.ndarray, k: int) -> list[tuple[float, str, int]]:
-    """Merge the top ``k`` of every segment: ``(score, segment_name, row)``, best first."""
+def search_segments(
+    segments: list[VectorSegment],
+    query: np.ndarray,
+    k: int,
+    allowed: dict[str, np.ndarray] | None = None,
+) -> list[tuple[float, str, int]]:
+    """Merge the top ``k`` of every segment: ``(score, segment_name, row)``, best first.
+
+    ``allowed`` maps a segment name to the rows a filter lets through (bool [rows]);
+    with it, a segment it does not name is skipped.
+    """
     out: list[tuple[float, str, int]] = []
     for seg in segments:
-        scores, rows = seg.search(query, k)
+        if allowed is not None:
+            mask = allowed.get(seg.name)
+            if mask is None or not mask.any():
+                continue
+            scores, rows = seg.search(query, k, mask)
+        else:
+            scores, rows = seg.search(query, k)
         for s, r in zip(scores[0].tolist(), rows[0].tolist()):
             if r >= 0:
                 out.append((s, seg.name, r))

@@ -13,6 +13,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ..dates import iso_utc
+from ..facets import Facets
+from ..filters import Filters
 from ..types import Article, Passage
 
 
@@ -30,6 +33,8 @@ class DocRecord:
     added: str = ""
     passages: int = 0
     duplicate_of: str | None = None  # id of the first-seen copy of a near-duplicate story
+    published_ts: float | None = None  # ``published`` as a UTC timestamp (search.dates)
+    metadata: dict[str, Any] = field(default_factory=dict)  # the article's extra fields
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -44,6 +49,8 @@ class DocRecord:
             "added": self.added,
             "passages": self.passages,
             "duplicate_of": self.duplicate_of,
+            "published_utc": iso_utc(self.published_ts),
+            "metadata": dict(self.metadata or {}),
         }
         d.update(self.extra)
         return d
@@ -75,8 +82,28 @@ class Reader(Protocol):
         k: int,
         expansions: Sequence[str] | None = None,
         question: str | None = None,  # the raw text, for engines that analyse it themselves
+        filters: Filters | None = None,  # checked; applied inside the retriever, before top-k
     ) -> list[tuple[str, float]]: ...
-    def dense(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]: ...
+    def dense(
+        self, vector: np.ndarray, k: int, filters: Filters | None = None
+    ) -> list[tuple[str, float]]: ...
+    def fields(self) -> dict[str, str]: ...  # extra metadata fields and their filter kinds
+    def facets(
+        self,
+        terms: Sequence[str],
+        expansions: Sequence[str],
+        filters: Filters | None,
+        words: bool = True,
+        question: str | None = None,
+    ) -> Facets: ...
+    def newest(
+        self,
+        terms: Sequence[str],
+        expansions: Sequence[str],
+        filters: Filters | None,
+        limit: int,
+        question: str | None = None,
+    ) -> list[tuple[str, float | None, float]]: ...
     def passage(self, pid: str) -> Passage | None: ...
     def article(self, doc_id: str) -> Article | None: ...
     def doc(self, doc_id: str) -> DocRecord | None: ...

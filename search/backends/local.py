@@ -37,7 +37,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -48,6 +48,8 @@ from .. import __version__
 from .. import lexical as lx
 from ..dedup import decode as dedup_decode
 from ..errors import IndexFormatError, IndexMissingError, WriterBusyError
+from ..facets import Facets
+from ..filters import Filters
 from ..fusion import doc_weight, with_documents
 from ..text import analyze, headline
 from ..types import Article, Passage
@@ -61,6 +63,7 @@ from ..vectors import (
     write_ann,
 )
 from . import DocRecord, WriteBatch
+from .local_rows import RowSpace
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +72,7 @@ log = logging.getLogger(__name__)
 FORMAT = 4
 DOC_FIELDS = (
     "id", "title", "source", "url", "published", "path", "content_hash", "added", "passages", "duplicate_of",
-    "segment", "row_start",
+    "segment", "row_start", "published_ts", "metadata",
 )  # fmt: skip
 
 
@@ -151,6 +154,7 @@ class _Segment:
     sentoff: np.ndarray
     minhash: np.ndarray
     by_id: dict[str, int]
+    facet_cache: dict[str, Any] = field(default_factory=dict)  # derived once, for facets
 
     def pid(self, row: int) -> str:
         d = int(self.row_doc[row])
@@ -317,6 +321,23 @@ class Snapshot:
         self.lexical = lx.LexicalIndex(self.dir / "lexical", k1=k1, b=b)
         self.doc_lexical = lx.LexicalIndex(self.dir / "lexical", k1=k1, b=b, indexname=lx.DOCS)
         self._lex_lock = threading.Lock()
+        self._rowspace: RowSpace | None = None
+
+    @property
+    def rows(self) -> RowSpace:
+        """Filters, facets and date order over this generation (built on first use)."""
+        if self._rowspace is None:
+            with self._lex_lock:
+                if self._rowspace is None:
+                    self._rowspace = RowSpace(self)
+        return self._rowspace
+
+    def fields(self) -> dict[str, str]:
+        """The extra metadata fields documents carry, and their kinds (for filters)."""
+        return dict(self.rows.columns.kinds)
+
+    def _docmask(self, filters: Filters | None) -> np.ndarray | None:
+        return self.rows.doc_mask(filters) if filters else None
 
     # The reading interface, bound to this one generation: a query that uses a
     # snapshot for both retrievers can never mix two generations.
@@ -326,20 +347,70 @@ class Snapshot:
         k: int,
         expansions: Sequence[str] | None = None,
         question: str | None = None,  # whoosh works on our own analysed terms
+        filters: Filters | None = None,
     ) -> list[tuple[str, float]]:
         exp = list(expansions or [])
         dw = doc_weight(self.n_docs)
+        docmask = self._docmask(filters)
+        rows = self.rows if docmask is not None else None
         with self._lex_lock:
-            passages = self.lexical.search(list(terms), k, exp)
+            allow = rows.lexical_allow(docmask) if rows is not None and docmask is not None else None
+            passages = self.lexical.search(list(terms), k, exp, allow=allow)
             if dw <= 0:
                 return passages
+            dallow = rows.doclex_allow(docmask) if rows is not None and docmask is not None else None
             # Twice as deep: a passage near the cut should still find its document's score.
-            docs = self.doc_lexical.search(list(terms), 2 * k, exp)
+            docs = self.doc_lexical.search(list(terms), 2 * k, exp, allow=dallow)
         return with_documents(passages, docs, dw)[:k]
 
-    def dense(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
-        hits = search_segments(self.vector_segments, vector, k)
+    def dense(self, vector: np.ndarray, k: int, filters: Filters | None = None) -> list[tuple[str, float]]:
+        docmask = self._docmask(filters)
+        allowed = self.rows.segment_masks(docmask) if docmask is not None else None
+        hits = search_segments(self.vector_segments, vector, k, allowed)
         return [(self.segments[name].pid(row), score) for score, name, row in hits]
+
+    def facets(
+        self,
+        terms: Sequence[str],
+        expansions: Sequence[str],
+        filters: Filters | None,
+        words: bool = True,
+        question: str | None = None,
+    ) -> Facets:
+        """Facet counts over every matching passage (``words``: those the terms match,
+        else every passage that passes the filters)."""
+        rows = self.rows
+        docmask = self._docmask(filters)
+        if words:
+            with self._lex_lock:
+                docs, pns, _ = rows.lexical_matches(terms, expansions, docmask)
+        else:
+            docs, pns = rows.all_passages(docmask if docmask is not None else np.ones(rows.n_docs, bool))
+        return rows.facets(docs, pns)
+
+    def newest(
+        self,
+        terms: Sequence[str],
+        expansions: Sequence[str],
+        filters: Filters | None,
+        limit: int,
+        question: str | None = None,
+    ) -> list[tuple[str, float | None, float]]:
+        """The matching passages newest first (undated last), BM25 breaking ties:
+        ``(passage id, timestamp, bm25)``, at least ``limit`` and every tie at the cut."""
+        rows = self.rows
+        with self._lex_lock:
+            docs, pns, scores = rows.lexical_matches(terms, expansions, self._docmask(filters))
+        ts = rows.published(docs)
+        key = np.where(np.isnan(ts), -np.inf, ts)
+        order = np.lexsort((pns, docs, -scores, -key))
+        if limit < len(order):
+            cut = key[order[limit - 1]]
+            order = order[: limit + int(np.count_nonzero(key[order[limit:]] == cut))]
+        return [
+            (rows.pid(int(docs[i]), int(pns[i])), None if np.isnan(ts[i]) else float(ts[i]), float(scores[i]))
+            for i in order.tolist()
+        ]
 
     def loc(self, doc_id: str) -> tuple[str, int, int] | None:
         """(segment, first row, rows) of a live document."""
@@ -490,6 +561,9 @@ class LocalBackend:
 
     def dense(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
         return self.snap.dense(vector, k)
+
+    def fields(self) -> dict[str, str]:
+        return self.snap.fields()
 
     def passage(self, pid: str) -> Passage | None:
         return self.snap.passage(pid)
@@ -757,6 +831,8 @@ def write_generation(root: Path, batch: WriteBatch, cache: dict[str, _Segment] |
                     "duplicate_of": duplicate_of[i],
                     "segment": name,
                     "row_start": row,
+                    "published_ts": art.published_ts,
+                    "metadata": dict(art.metadata) or None,
                 }
                 row += len(ps)
                 title = " ".join(analyze(headline(art.title, art.text)))

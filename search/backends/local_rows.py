@@ -1,0 +1,233 @@
+"""Filters, facets and date order for one local generation, as numpy over row spaces.
+
+A generation has three numberings of the same things: documents (rows of the document
+table), passage rows of each vector segment, and whoosh document numbers (of the
+passage index and of the document-level index). :class:`RowSpace` maps the last two
+onto the first once per generation, so a filter costs one boolean column over the
+documents (microseconds, cached per filter) and two fancy-indexing steps, never a
+Python loop per query.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter, OrderedDict
+from collections.abc import Sequence
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..dates import month
+from ..facets import FACET_FIELDS, Facets, entity_group
+from ..filters import Columns, Filters
+
+if TYPE_CHECKING:
+    from .local import Snapshot, _Segment
+
+MASK_CACHE = 32  # filters whose document bitmaps stay cached per generation
+
+
+class RowSpace:
+    """Documents as columns, and every passage numbering mapped to documents."""
+
+    def __init__(self, snap: Snapshot) -> None:
+        self.snap = snap
+        rows = snap._rows
+        fi = {f: i for i, f in enumerate(snap._fields)}
+
+        def col(name: str) -> list[Any]:
+            i = fi.get(name)
+            return [r[i] if i is not None and i < len(r) else None for r in rows]
+
+        self.columns = Columns(
+            [s or "" for s in col("source")], col("published_ts"), [m or {} for m in col("metadata")]
+        )
+        self.n_docs = len(rows)
+        self.seg_names = [s["name"] for s in snap.manifest["segments"]]
+        seg_code = {n: i for i, n in enumerate(self.seg_names)}
+        self.doc_seg = np.array([seg_code[r[snap._i_seg]] for r in rows], dtype=np.int32)
+        self.doc_start = np.array([r[snap._i_start] for r in rows], dtype=np.int64)
+        self.doc_n = np.array([r[snap._i_n] for r in rows], dtype=np.int64)
+        # segment row → document ordinal (-1 for rows of removed documents)
+        self.seg_doc: dict[str, np.ndarray] = {}
+        for name in self.seg_names:
+            self.seg_doc[name] = np.full(len(snap.segments[name].row_doc), -1, dtype=np.int32)
+        for i, r in enumerate(rows):
+            self.seg_doc[r[snap._i_seg]][r[snap._i_start] : r[snap._i_start] + r[snap._i_n]] = i
+        self._lex: tuple[np.ndarray, np.ndarray] | None = None
+        self._doclex: np.ndarray | None = None
+        self._masks: OrderedDict[tuple[Any, ...], np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    # -- filters as bitmaps ------------------------------------------------------------
+    def doc_mask(self, filters: Filters) -> np.ndarray:
+        """bool [documents]: which documents pass (cached per filter)."""
+        key = filters.key
+        with self._lock:
+            hit = self._masks.get(key)
+            if hit is not None:
+                self._masks.move_to_end(key)
+                return hit
+        mask = self.columns.mask(filters)
+        with self._lock:
+            self._masks[key] = mask
+            while len(self._masks) > MASK_CACHE:
+                self._masks.popitem(last=False)
+        return mask
+
+    def segment_masks(self, docmask: np.ndarray) -> dict[str, np.ndarray]:
+        """Per vector segment, bool [rows]: the rows of allowed documents."""
+        ext = np.append(docmask, False)  # index -1 (a removed document's row) → False
+        return {name: ext[d] for name, d in self.seg_doc.items()}
+
+    def _lexical_map(self) -> tuple[np.ndarray, np.ndarray]:
+        """whoosh docnum → (document ordinal or -1, passage number within the document)."""
+        if self._lex is None:
+            keys = self.snap.lexical.docnum_keys()
+            pos = self.snap._pos
+            docs = np.full(len(keys), -1, dtype=np.int32)
+            pns = np.zeros(len(keys), dtype=np.int64)
+            for n, pid in enumerate(keys):
+                if pid is None:
+                    continue
+                d, _, pn = pid.rpartition("#")
+                i = pos.get(d)
+                if i is not None:
+                    docs[n] = i
+                    pns[n] = int(pn)
+            self._lex = (docs, pns)
+        return self._lex
+
+    def lexical_allow(self, docmask: np.ndarray) -> np.ndarray:
+        docs, _ = self._lexical_map()
+        return np.append(docmask, False)[docs]
+
+    def doclex_allow(self, docmask: np.ndarray) -> np.ndarray:
+        if self._doclex is None:
+            pos = self.snap._pos
+            keys = self.snap.doc_lexical.docnum_keys()
+            self._doclex = np.array([pos.get(k, -1) if k else -1 for k in keys], dtype=np.int32)
+        return np.append(docmask, False)[self._doclex]
+
+    # -- matching passages ---------------------------------------------------------------
+    def lexical_matches(
+        self, terms: Sequence[str], expansions: Sequence[str], docmask: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every passage matching the words (and the filter): (document ordinals, passage
+        numbers, BM25F scores)."""
+        allow = self.lexical_allow(docmask) if docmask is not None else None
+        docnums, scores = self.snap.lexical.scores(list(terms), list(expansions), allow=allow)
+        docs, pns = self._lexical_map()
+        d, p = docs[docnums], pns[docnums]
+        live = d >= 0
+        return d[live], p[live], scores[live]
+
+    def all_passages(self, docmask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every passage of the allowed documents: (document ordinals, passage numbers)."""
+        idx = np.flatnonzero(docmask)
+        counts = self.doc_n[idx]
+        d = np.repeat(idx, counts).astype(np.int32)
+        starts = np.cumsum(counts) - counts
+        p = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(starts, counts)
+        return d, p
+
+    def published(self, docs: np.ndarray) -> np.ndarray:
+        """Timestamps of documents (NaN where undated)."""
+        return np.asarray(self.columns.column("published")[1])[docs]
+
+    def pid(self, doc: int, pn: int) -> str:
+        return f"{self.snap._rows[doc][0]}#{pn}"
+
+    # -- facets ---------------------------------------------------------------------
+    def facets(self, docs: np.ndarray, pns: np.ndarray, top: int = 10) -> Facets:
+        """Counts over the given passages: per source, category, month, and the people and
+        teams their stored entities name most."""
+        out = Facets(passages=len(docs))
+        per_doc = np.bincount(docs, minlength=self.n_docs) if len(docs) else np.zeros(self.n_docs, np.int64)
+        for name in FACET_FIELDS:
+            out.fields[name] = self._field_counts(name, per_doc)
+        people: Counter[str] = Counter()
+        teams: Counter[str] = Counter()
+        if len(docs):
+            segs = self.doc_seg[docs]
+            rows = self.doc_start[docs] + pns
+            for s, name in enumerate(self.seg_names):
+                sel = rows[segs == s]
+                if not len(sel):
+                    continue
+                ent_row, ent_code, vocab = self._entities(self.snap.segments[name])
+                mask = np.zeros(len(self.seg_doc[name]), dtype=bool)
+                mask[sel] = True
+                counts = np.bincount(ent_code[mask[ent_row]], minlength=len(vocab))
+                for code in np.flatnonzero(counts):
+                    group, text = vocab[code]
+                    (people if group == "people" else teams)[text] += int(counts[code])
+        out.fields["people"] = _top(people, top)
+        out.fields["teams"] = _top(teams, top)
+        return out
+
+    def _field_counts(self, name: str, per_doc: np.ndarray) -> list[tuple[str, int]]:
+        if name == "month":
+            ts = self.columns.column("published")[1]
+            months = [month(None if np.isnan(t) else float(t)) for t in ts]
+            counts: Counter[str] = Counter()
+            for m, c in zip(months, per_doc.tolist()):
+                if m and c:
+                    counts[m] += c
+            return sorted(counts.items(), key=lambda t: (-t[1], t[0]))
+        kind, data = self.columns.column(name)
+        if kind != "text":
+            return []
+        codes, vocab = data
+        known = codes >= 0
+        c = np.bincount(codes[known], weights=per_doc[known], minlength=len(vocab))
+        names = list(vocab)
+        return sorted(((names[i], int(c[i])) for i in np.flatnonzero(c)), key=lambda t: (-t[1], t[0]))
+
+    @staticmethod
+    def _entities(seg: _Segment) -> tuple[np.ndarray, np.ndarray, list[tuple[str, str]]]:
+        """Per segment (cached: segments never change): each entity occurrence of a people or
+        team kind, as (passage row, code), with the vocabulary code → (group, name)."""
+        got = seg.facet_cache.get("entities")
+        if got is not None:
+            return got  # type: ignore[no-any-return]
+        countries = _countries()
+        vocab: dict[tuple[str, str], int] = {}
+        ent_rows: list[int] = []
+        ent_codes: list[int] = []
+        ends = np.append(seg.row_start[1:], len(seg.row_doc))
+        for d, art in enumerate(seg.articles):
+            first = int(seg.row_start[d])
+            n = int(ends[d]) - first
+            spans = seg.spans[first : first + n].tolist()
+            for s, e, label in art.entities:
+                group = entity_group(label, art.text[s:e], countries)
+                if group is None:
+                    continue
+                key = (group, " ".join(art.text[s:e].split()))
+                code = vocab.setdefault(key, len(vocab))
+                for j, (ps, pe) in enumerate(spans):
+                    if ps <= s and e <= pe:
+                        ent_rows.append(first + j)
+                        ent_codes.append(code)
+        out = (np.asarray(ent_rows, dtype=np.int64), np.asarray(ent_codes, dtype=np.int64), list(vocab))
+        seg.facet_cache["entities"] = out
+        return out
+
+
+def _top(c: Counter[str], n: int) -> list[tuple[str, int]]:
+    return sorted(c.items(), key=lambda t: (-t[1], t[0]))[:n]
+
+
+_COUNTRIES: frozenset[str] | None = None
+
+
+def _countries() -> frozenset[str]:
+    global _COUNTRIES
+    if _COUNTRIES is None:
+        text = resources.files("search.data").joinpath("countries.txt").read_text(encoding="utf-8")
+        _COUNTRIES = frozenset(
+            line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")
+        )
+    return _COUNTRIES

@@ -1,0 +1,47 @@
+"""Facets: how the passages that match a query (every one, not only the top k) spread
+over sources, categories and months, and which people and teams they name most.
+
+The matching passages are those the question's words match (BM25, after the filters),
+in every mode but ``dense``, where every passage that passes the filters matches. A
+filter that matches nothing gives an empty result whose facets are counted without the
+filter (``unfiltered``), so a user sees what a wider search would find.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Document fields counted as facets (``category`` is an extra JSONL field, e.g. BBC Sport's).
+FACET_FIELDS = ("source", "category", "month")
+#: Entity labels counted as people, and as teams (a country's name tagged as a place is
+#: a national team in match reports; other places are not teams).
+PEOPLE_LABELS = frozenset({"PERSON"})
+TEAM_LABELS = frozenset({"ORG"})
+COUNTRY_LABELS = frozenset({"GPE", "NORP"})
+
+
+def entity_group(label: str, text: str, countries: frozenset[str]) -> str | None:
+    """ "people", "teams" or None for one stored entity."""
+    if label in PEOPLE_LABELS:
+        return "people"
+    if label in TEAM_LABELS:
+        return "teams"
+    if label in COUNTRY_LABELS and " ".join(text.split()) in countries:
+        return "teams"
+    return None
+
+
+@dataclass
+class Facets:
+    """Counts of matching passages per value of each facet, most frequent first."""
+
+    passages: int = 0  # how many passages match
+    fields: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    unfiltered: bool = False  # counted without the filters (because nothing matched with them)
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"passages": self.passages, "unfiltered": self.unfiltered}
+        for name, counts in self.fields.items():
+            d[name] = [{"value": v, "count": c} for v, c in counts]
+        return d
