@@ -56,10 +56,14 @@ import numpy as np
 
 from .. import __version__
 from ..errors import IndexFormatError, IndexMissingError, IngestError, MissingExtraError, SearchError
+from ..facets import Facets
+from ..filters import Filters, merge_kinds
 from ..fusion import doc_weight, with_documents
 from ..text import QUESTION_WORDS, headline
 from ..types import Article, Passage
 from . import DocRecord, WriteBatch
+from . import milvus_filters as mf
+from .milvus_filters import expression, meta_of
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +88,9 @@ def _article_from(d: dict[str, Any]) -> Article:
     return art
 
 
-FORMAT = 2  # 2: the headline in the BM25 text (field lex), the document-level collection
+# 2: the headline in the BM25 text (field lex), the document-level collection;
+# 3: a JSON field ``meta`` (published_ts and the extra metadata) on passages, for filters
+FORMAT = 3
 DEFAULT_PREFIX = "search"
 MAX_VARCHAR = 65_535  # bytes, Milvus's limit for one VARCHAR value
 MAX_ID_BYTES = 1_024
@@ -327,6 +333,7 @@ class MilvusBackend:
         s.add_field("source", DataType.VARCHAR, max_length=512)
         s.add_field("url", DataType.VARCHAR, max_length=2048)
         s.add_field("published", DataType.VARCHAR, max_length=64)
+        s.add_field("meta", DataType.JSON)  # published_ts + extra metadata (milvus_filters)
         s.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
         s.add_field("dense", DataType.FLOAT_VECTOR, dim=self.dim)
         s.add_function(
@@ -562,6 +569,7 @@ class MilvusBackend:
         k: int,
         expansions: Sequence[str] | None = None,
         question: str | None = None,
+        filters: Filters | None = None,
         filter: Any = None,
     ) -> list[tuple[str, float]]:
         """The reader's lexical search: BM25 over the question (or terms) plus expansions.
@@ -574,6 +582,7 @@ class MilvusBackend:
         text = lexical_text(question, terms).strip()
         if not text:
             return []
+        filter = _and(filter_expr(filter), expression(filters, self.fields()))
         exp = " ".join(expansions or []).strip()
         passages = self._weighted(text, exp, k, filter)
         dw = doc_weight(int(self.manifest().get("counts", {}).get("documents", 0)))
@@ -655,12 +664,45 @@ class MilvusBackend:
             self._idf[term] = value
         return value
 
-    def dense(self, vector: np.ndarray, k: int, filter: Any = None) -> list[tuple[str, float]]:
+    def dense(
+        self, vector: np.ndarray, k: int, filters: Filters | None = None, filter: Any = None
+    ) -> list[tuple[str, float]]:
         """Inner-product hits for an L2-normalised query vector (= cosine)."""
         v = np.asarray(vector, dtype=np.float32).reshape(-1)
         if v.shape[0] != self.dim:
             raise ValueError(f"the query vector has {v.shape[0]} dimensions, the index {self.dim}")
-        return self._search([v.tolist()], "dense", k, "IP", filter)
+        expr = _and(filter_expr(filter), expression(filters, self.fields()))
+        return self._search([v.tolist()], "dense", k, "IP", expr)
+
+    def fields(self) -> dict[str, str]:
+        """The extra metadata fields written so far, and their filter kinds."""
+        return dict(self.manifest().get("fields") or {})
+
+    def facets(
+        self,
+        terms: Sequence[str],
+        expansions: Sequence[str],
+        filters: Filters | None,
+        words: bool = True,
+        question: str | None = None,
+    ) -> Facets:
+        """Facet counts over the passages the words match (or all, without ``words``) under the filters."""
+        expr = expression(filters, self.fields())
+        if words:
+            pids = [pid for pid, _ in mf.matches(self, terms, question, expr)]
+        else:
+            pids = mf.all_passages(self, expr)
+        return mf.facets(self, pids)
+
+    def newest(
+        self,
+        terms: Sequence[str],
+        expansions: Sequence[str],
+        filters: Filters | None,
+        limit: int,
+        question: str | None = None,
+    ) -> list[tuple[str, float | None, float]]:
+        return mf.newest(self, terms, question, expression(filters, self.fields()), limit)
 
     def hybrid(
         self,
@@ -841,6 +883,7 @@ class MilvusBackend:
         replaced = [d for d in new_ids if d in old]
 
         ts = now_iso()
+        kinds: dict[str, str] = {} if batch.reset else dict(manifest.get("fields") or {})
         prow: list[dict[str, Any]] = []
         drows: list[dict[str, Any]] = []
         xrows: list[dict[str, Any]] = []
@@ -875,6 +918,7 @@ class MilvusBackend:
                         "source": _clip(art.source, 512),
                         "url": _clip(art.url, 2048),
                         "published": _clip(art.published, 64),
+                        "meta": meta_of(art.published_ts, art.metadata),
                         "sents": json.dumps([[int(a), int(b)] for a, b in sents[j]]),
                         "dense": vecs[j],
                     }
@@ -890,7 +934,10 @@ class MilvusBackend:
                 added=ts,
                 passages=len(ps),
                 duplicate_of=batch.duplicate_of[i] if i < len(batch.duplicate_of) else None,
+                published_ts=art.published_ts,
+                metadata=dict(art.metadata),
             )
+            merge_kinds(kinds, art.metadata)
             meta = dataclasses.asdict(rec)
             meta["minhash"] = batch.minhash[i] if i < len(batch.minhash) else ""
             body = json.dumps(_article_dict(art), ensure_ascii=False)
@@ -932,6 +979,7 @@ class MilvusBackend:
         if batch.reset:
             counts = {"documents": len(batch.articles), "passages": len(prow)}
         manifest["counts"] = counts
+        manifest["fields"] = kinds
         manifest["generation"] = int(manifest.get("generation", 1)) + 1
         manifest["updated"] = ts
         if batch.sources:
