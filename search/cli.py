@@ -17,6 +17,7 @@ from typing import Any
 
 import click
 
+from .cli_options import filter_options, filters_from, sort_options
 from .errors import QueryError, SearchError
 
 log = logging.getLogger("search")
@@ -387,6 +388,8 @@ def _ensure_index(index_dir: str, backend: str, uri: str | None, preload: bool =
 @click.option(
     "--all-copies", is_flag=True, help="Show every copy of syndicated stories (default: collapse them)."
 )
+@filter_options
+@sort_options
 @_index_option
 def ask_cmd(
     question: str,
@@ -394,19 +397,37 @@ def ask_cmd(
     mode: str,
     as_json: bool,
     all_copies: bool,
+    sources: tuple[str, ...],
+    since: str | None,
+    until: str | None,
+    where: tuple[str, ...],
+    sort: str,
+    offset: int,
+    half_life: float,
     index_dir: str,
     backend: str,
     uri: str | None,
 ) -> None:
     """Answer a question with ranked, cited passages.
 
-    Example: search ask "who scored the winner"
+    Example: search ask "who scored" --where category=football --since 2005-01-01
     """
     from .engine import Engine
 
     Engine.check_question(question)
+    filters = filters_from(sources, since, until, where)
     with _ensure_index(index_dir, backend, uri, preload=mode != "bm25") as engine:
-        result = engine.ask(question, k=k, mode=mode, collapse=not all_copies)
+        result = engine.ask(
+            question,
+            k=k,
+            mode=mode,
+            collapse=not all_copies,
+            filters=filters,
+            sort=sort,
+            offset=offset,
+            half_life=half_life,
+            facets=True,
+        )
         if as_json:
             click.echo(json.dumps(result.to_dict(), ensure_ascii=False))
             return
@@ -460,18 +481,35 @@ def _parse_span(span: str | None) -> tuple[int, int] | None:
 
 @cli.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per document.")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Show at most this many documents.")
+@click.option("--offset", type=click.IntRange(min=0), default=0, help="Skip this many documents first.")
+@filter_options
 @_index_option
-def list_cmd(as_json: bool, index_dir: str, backend: str, uri: str | None) -> None:
-    """List the indexed documents, with near-duplicate groups. Example: search list"""
+def list_cmd(
+    as_json: bool,
+    limit: int | None,
+    offset: int,
+    sources: tuple[str, ...],
+    since: str | None,
+    until: str | None,
+    where: tuple[str, ...],
+    index_dir: str,
+    backend: str,
+    uri: str | None,
+) -> None:
+    """List the indexed documents (full titles), with near-duplicate groups.
+
+    Example: search list --where category=football --limit 20
+    """
     with _open(index_dir, backend=backend, uri=uri) as engine:
-        docs = engine.documents()
+        docs, total = engine.list_documents(offset, limit, filters_from(sources, since, until, where))
     if as_json:
         for d in docs:
             click.echo(json.dumps(d.to_dict(), ensure_ascii=False))
         return
     from .render import print_documents
 
-    print_documents(_console(), docs)
+    print_documents(_console(), docs, total=total, offset=offset)
 
 
 @cli.command("stats")

@@ -29,6 +29,9 @@ def _cite(h: Hit) -> str:
         bits.append(h.source)
     if h.published:
         bits.append(h.published[:10])
+    cat = h.metadata.get("category")
+    if isinstance(cat, str) and cat:
+        bits.append(cat)
     return " · ".join(bits)
 
 
@@ -57,7 +60,11 @@ def print_answer(console: Console, result: Answer, engine: Any = None) -> None:
             console.print(Text(f"  Note: {block.notice}", style="yellow"))
         console.print()
     if not result.hits:
-        console.print("No passages matched.")
+        if result.filters:
+            console.print("No passage passes the filters.")
+        else:
+            console.print("No passages matched.")
+        print_facets(console, result)
         return
     for h in result.hits:
         p = h.passage
@@ -84,6 +91,7 @@ def print_answer(console: Console, result: Answer, engine: Any = None) -> None:
     console.print(
         Text(f"{len(result.hits)} passages in {result.took_ms:.0f} ms ({result.mode})", style="dim")
     )
+    print_facets(console, result)
 
 
 def print_article(console: Console, art: Article, rec: DocRecord, span: tuple[int, int] | None) -> None:
@@ -92,6 +100,7 @@ def print_article(console: Console, art: Article, rec: DocRecord, span: tuple[in
     for v in (rec.source, rec.published, rec.url):
         if v:
             meta.append(v)
+    meta.extend(f"{k}: {', '.join(v) if isinstance(v, list) else v}" for k, v in (art.metadata or {}).items())
     console.print(Text(" · ".join(meta), style="dim"))
     if span:
         console.print(Text(f"cited span {span[0]}:{span[1]} highlighted", style="dim"))
@@ -102,9 +111,14 @@ def print_article(console: Console, art: Article, rec: DocRecord, span: tuple[in
     console.print(body)
 
 
-def print_documents(console: Console, docs: list[DocRecord]) -> None:
+def print_documents(
+    console: Console, docs: list[DocRecord], total: int | None = None, offset: int = 0
+) -> None:
     if not docs:
-        console.print("The index is empty: add articles with `search add PATH`.")
+        if total:
+            console.print(f"No documents past {offset}: {total} match.")
+        else:
+            console.print("No documents: add articles with `search add PATH` (or loosen the filters).")
         return
     w_id = max(len(d.id) for d in docs)
     w_src = max([len(d.source) for d in docs] + [6])
@@ -114,7 +128,8 @@ def print_documents(console: Console, docs: list[DocRecord]) -> None:
     for d in docs:
         title = d.title + (f"  (copy of {d.duplicate_of})" if d.duplicate_of else "")
         line = f"{d.id:<{w_id}}  {d.passages:>8}  {d.source:<{w_src}}  {d.added[:10]:<10}  {title}"
-        console.print(line, no_wrap=True, overflow="ellipsis", markup=False, highlight=False)
+        # Titles in full: a line wraps rather than cutting the title short (#16).
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
     groups: dict[str, list[str]] = {}
     for d in docs:
         if d.duplicate_of:
@@ -124,4 +139,19 @@ def print_documents(console: Console, docs: list[DocRecord]) -> None:
         console.print(Text("Near-duplicate groups (first copy ← copies):", style="bold"))
         for first, copies in sorted(groups.items()):
             console.print(f"  {first} ← {', '.join(copies)}")
-    console.print(Text(f"{len(docs)} documents", style="dim"))
+    total = len(docs) if total is None else total
+    shown = f"{offset + 1}-{offset + len(docs)} of {total}" if len(docs) < total else f"{total}"
+    console.print(Text(f"{shown} documents", style="dim"))
+
+
+def print_facets(console: Console, result: Answer) -> None:
+    """One dim line per facet: where the matching passages come from (narrow with --where)."""
+    f = result.facets
+    if f is None or not f.passages:
+        return
+    head = "Without the filters, the matching passages" if f.unfiltered else "Matching passages"
+    console.print(Text(f"{head}: {f.passages}", style="dim"))
+    for name, counts in f.fields.items():
+        if counts:
+            shown = ", ".join(f"{v} ({c})" for v, c in counts[:6]) + (", …" if len(counts) > 6 else "")
+            console.print(Text(f"  {name}: {shown}", style="dim"), markup=False, highlight=False)
