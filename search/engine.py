@@ -744,7 +744,7 @@ class Engine:
         sort: str = "relevance",
         offset: int = 0,
         half_life: float = DEFAULT_HALF_LIFE_DAYS,
-        facets: bool = False,
+        facets: bool = True,
     ) -> Answer:
         """Search, then (with ``answer``) extract a short answer with its supporting sentences.
 

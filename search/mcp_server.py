@@ -39,6 +39,29 @@ Mode = Literal["hybrid", "bm25", "dense"]
 Question = Annotated[str, Field(description="The question, in plain words (at most 2,000 characters).")]
 K = Annotated[int, Field(ge=1, le=MAX_K, description="How many passages to return.")]
 ModeArg = Annotated[Mode, Field(description="hybrid (default), bm25 (exact words) or dense (meaning).")]
+SourceArg = Annotated[list[str] | None, Field(description="Only these outlets (any of them).")]
+SinceArg = Annotated[
+    str | None, Field(description="Published on or after this date (ISO 8601, e.g. 2005-01-01).")
+]
+UntilArg = Annotated[str | None, Field(description="Published on or before this date (ISO 8601).")]
+WhereArg = Annotated[
+    list[str] | None,
+    Field(
+        description='Metadata conditions, e.g. ["category=football", "minute>=80"] (>=, <=, >, < for numbers, dates).'
+    ),
+]
+SortArg = Annotated[
+    Literal["relevance", "newest", "recency"],
+    Field(description="relevance (default), newest first, or recency (relevance decayed by age)."),
+]
+OffsetArg = Annotated[int, Field(ge=0, le=1000, description="Skip this many passages (the next page).")]
+
+
+def _filters(source: list[str] | None, since: str | None, until: str | None, where: list[str] | None) -> Any:
+    from .filters import Filters
+
+    return Filters.parse(source=source or [], since=since, until=until, where=where or [])
+
 
 INSTRUCTIONS = (
     "Search news coverage of football matches. Use `ask` for a question (it returns a short answer, "
@@ -62,7 +85,7 @@ def answer_text(result: Answer, max_chars: int = 8000) -> str:
     lines: list[str] = []
     # to_context leads with the answer, its support and any conflicts, each cited [n].
     if not result.hits:
-        lines.append("No passages match the question.")
+        lines.append("No passages pass the filters." if result.filters else "No passages match the question.")
         return "\n".join(lines)
     if lines:
         lines.append("")
@@ -90,19 +113,48 @@ def build_server(engine: Engine, *, allow_writes: bool = False) -> MCPServer[Any
     # Tools are plain functions: the SDK runs them in a worker thread, and an engine
     # serves concurrent queries. Errors a caller can cause come back as tool errors.
     @mcp.tool(annotations=read_only)
-    def ask(question: Question, k: K = 5, mode: ModeArg = "hybrid") -> CallToolResult:
-        """Answer a question about football matches with a short answer and numbered, cited passages."""
+    def ask(
+        question: Question,
+        k: K = 5,
+        mode: ModeArg = "hybrid",
+        source: SourceArg = None,
+        since: SinceArg = None,
+        until: UntilArg = None,
+        where: WhereArg = None,
+        sort: SortArg = "relevance",
+        offset: OffsetArg = 0,
+    ) -> CallToolResult:
+        """Answer a question about football matches with a short answer and numbered, cited passages.
+
+        Narrow with source, since/until and where (metadata such as category=football);
+        the result's facets count every matching passage per source, category and month."""
         try:
-            result = engine.ask(question, k=k, mode=mode)
+            flt = _filters(source, since, until, where)
+            result = engine.ask(question, k=k, mode=mode, filters=flt, sort=sort, offset=offset, facets=True)
         except (SearchError, ValueError) as e:
             return _fail(e, engine.path)
         return _ok(answer_text(result), result.to_dict())
 
     @mcp.tool(annotations=read_only)
-    def search(question: Question, k: K = 10, mode: ModeArg = "hybrid") -> CallToolResult:
-        """Ranked passages for a question, numbered [1]..[k], each with its article, source and span."""
+    def search(
+        question: Question,
+        k: K = 10,
+        mode: ModeArg = "hybrid",
+        source: SourceArg = None,
+        since: SinceArg = None,
+        until: UntilArg = None,
+        where: WhereArg = None,
+        sort: SortArg = "relevance",
+        offset: OffsetArg = 0,
+    ) -> CallToolResult:
+        """Ranked passages for a question, numbered [1]..[k], each with its article, source and span.
+
+        Narrow with source, since/until and where (metadata such as category=football)."""
         try:
-            result = engine.ask(question, k=k, mode=mode, answer=False)
+            flt = _filters(source, since, until, where)
+            result = engine.ask(
+                question, k=k, mode=mode, answer=False, filters=flt, sort=sort, offset=offset, facets=True
+            )
         except (SearchError, ValueError) as e:
             return _fail(e, engine.path)
         return _ok(answer_text(result), result.to_dict())

@@ -43,6 +43,7 @@ from urllib.parse import urlsplit
 from .engine import MAX_K, MAX_QUESTION_CHARS, Engine
 from .errors import (
     DocumentNotFoundError,
+    FilterError,
     IngestError,
     MissingExtraError,
     QueryError,
@@ -50,6 +51,7 @@ from .errors import (
     WriterBusyError,
     scrub_paths,
 )
+from .filters import Filters
 from .ingest import MAX_ARTICLE_CHARS, MAX_ID_CHARS
 from .types import Article
 
@@ -63,6 +65,8 @@ except ImportError as e:  # pragma: no cover - depends on the environment
     raise MissingExtraError(
         f"the HTTP server needs fastapi and uvicorn ({e.name} is missing): pip install 'search[serve]'"
     ) from None
+
+from .http_query import QueryFields, QueryOptions, filter_params, query_params  # noqa: E402 (needs fastapi)
 
 log = logging.getLogger(__name__)
 
@@ -125,6 +129,8 @@ ModeParam = Annotated[Mode, Query(description="hybrid, bm25 or dense.")]
 DocIdParam = Annotated[
     str, Path(min_length=1, max_length=MAX_ID_CHARS, description="The document id; it may contain '/'.")
 ]
+QueryDep = Annotated[QueryOptions, Depends(query_params)]
+FilterDep = Annotated[Filters, Depends(filter_params)]
 AuthHeader = Annotated[str | None, Header(description="Bearer <token>, for writes.")]
 FormatParam = Annotated[
     Literal["json", "html"] | None,
@@ -138,8 +144,8 @@ SpanParam = Annotated[
 ]
 
 
-class AskBody(BaseModel):
-    """A question, as the body of POST /ask."""
+class AskBody(QueryFields):
+    """A question, as the body of POST /ask (with optional filters, sort and offset)."""
 
     question: str = Field(
         min_length=1,
@@ -154,7 +160,9 @@ class AskBody(BaseModel):
 class ArticleBody(BaseModel):
     """One article, as a line of JSONL ingestion: POST /documents adds or replaces it by id."""
 
-    model_config = ConfigDict(extra="ignore")
+    # Fields beyond these are the article's metadata, as on a JSONL line (text, number,
+    # true/false or a list of strings; anything else is dropped).
+    model_config = ConfigDict(extra="allow")
 
     id: str = Field(
         min_length=1,
@@ -408,6 +416,8 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(SearchError)
     async def search_error(request: Request, exc: SearchError) -> JSONResponse:
+        if isinstance(exc, FilterError):
+            return error(400, "bad_filter", str(exc))
         if isinstance(exc, QueryError):
             return error(400, "bad_question", str(exc))
         if isinstance(exc, DocumentNotFoundError):
@@ -624,12 +634,15 @@ def create_app(
         summary="Answer a question with cited passages",
         responses=_responses(503),
     )
-    def ask_get(q: QuestionParam, k: KParam = 5, mode: ModeParam = "hybrid") -> dict[str, Any]:
-        return engine.ask(q, k=k, mode=mode).to_dict()
+    def ask_get(
+        q: QuestionParam, opts: QueryDep, k: KParam = 5, mode: ModeParam = "hybrid"
+    ) -> dict[str, Any]:
+        return engine.ask(q, k=k, mode=mode, facets=True, **opts.kwargs()).to_dict()
 
     @app.post("/ask", tags=["query"], summary="Answer a question (JSON body)", responses=_responses(503))
     def ask_post(body: AskBody) -> dict[str, Any]:
-        return engine.ask(body.question, k=body.k, mode=body.mode).to_dict()
+        opts = body.options().kwargs()
+        return engine.ask(body.question, k=body.k, mode=body.mode, facets=True, **opts).to_dict()
 
     @app.get(
         "/search",
@@ -637,8 +650,29 @@ def create_app(
         summary="Ranked passages, without the extracted answer",
         responses=_responses(503),
     )
-    def search(q: QuestionParam, k: KParam = 10, mode: ModeParam = "hybrid") -> dict[str, Any]:
-        return engine.ask(q, k=k, mode=mode, answer=False).to_dict()
+    def search(
+        q: QuestionParam, opts: QueryDep, k: KParam = 10, mode: ModeParam = "hybrid"
+    ) -> dict[str, Any]:
+        return engine.ask(q, k=k, mode=mode, answer=False, facets=True, **opts.kwargs()).to_dict()
+
+    @app.get(
+        "/documents",
+        tags=["documents"],
+        summary="A page of the documents (by id), with the total that pass the filters",
+        responses=_responses(503),
+    )
+    def list_documents(
+        flt: FilterDep,
+        offset: Annotated[int, Query(ge=0, description="Skip this many documents.")] = 0,
+        limit: Annotated[int, Query(ge=1, le=1000, description="At most this many documents.")] = 100,
+    ) -> dict[str, Any]:
+        docs, total = engine.list_documents(offset, limit, flt)
+        out = []
+        for d in docs:
+            rec = d.to_dict()
+            rec.pop("path", None)  # a path on the server's disk is not the client's business
+            out.append(rec)
+        return {"total": total, "offset": offset, "limit": limit, "documents": out}
 
     @app.get("/", include_in_schema=False)
     def index_page() -> HTMLResponse:

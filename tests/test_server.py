@@ -205,7 +205,7 @@ def test_ask_returns_the_engines_dict(ro: httpx.Client, seed_index: Path) -> Non
         want = _strip_time(engine.ask("who scored the winner", k=2, answer=False).to_dict())
     got = ro.get("/search", params={"q": "who scored the winner", "k": 2}).json()
     assert _strip_time(got) == want
-    assert set(got) == {"question", "mode", "took_ms", "passages"}
+    assert set(got) == {"question", "mode", "took_ms", "passages", "facets"}
     assert [p["rank"] for p in got["passages"]] == [1, 2]
 
 
