@@ -97,7 +97,9 @@ def recency(
         if ts is None:
             scored.append(((1, -rel, i), pid, 0.0))
             continue
-        blended = rel * 0.5 ** ((ref - ts) / half)
-        scored.append(((0, -blended, i), pid, blended))
+        # ordered in log space: a short half-life underflows 0.5 ** age to 0 for every
+        # older article, which would leave their order to chance instead of to age
+        log_blend = math.log(rel) - math.log(2) * (ref - ts) / half
+        scored.append(((0, -log_blend, i), pid, math.exp(log_blend)))
     scored.sort(key=lambda t: t[0])
     return [(pid, b) for _, pid, b in scored]
