@@ -2,7 +2,9 @@
 //
 // Everything that comes from the index or the question is put in the page as text
 // (textContent, text nodes, attribute values): never as HTML. The page's state lives in
-// the URL (?q=...&mode=...), so a result can be shared, reloaded and reached with Back.
+// the URL (?q=...&mode=...&source=...&where=category=football&sort=newest), so a result,
+// filters included, can be shared, reloaded and reached with Back. Facets are drawn as
+// chips: choosing one adds its filter to the URL, choosing it again removes it.
 "use strict";
 
 (function () {
@@ -26,12 +28,17 @@
       "against between during each both few nor own off once until upon via yet").split(" "),
   );
   const WORD = /[\p{L}\p{N}]+/gu;
+  // URL parameters that narrow or order a search, passed through to /ask as they are.
+  const FILTER_KEYS = ["source", "where", "since", "until", "sort"];
+  const SORTS = ["relevance", "newest", "recency"];
+  const FACET_NAMES = { source: "Source", category: "Category", month: "Month", people: "People", teams: "Teams" };
 
   const form = document.getElementById("search-form");
   const input = document.getElementById("q");
   const status = document.getElementById("status");
   const results = document.getElementById("results");
   const hint = document.getElementById("mode-hint");
+  const sortSelect = document.getElementById("sort");
 
   let inflight = null; // the AbortController of the request being waited for
   let seq = 0; // the number of the latest search: older answers are dropped
@@ -240,7 +247,9 @@
     const meta = el("p", { class: "meta" });
     const bits = [];
     if (p.source) bits.push(el("span", { class: "source" }, p.source));
-    if (p.published) bits.push(el("time", { datetime: p.published }, formatDate(p.published)));
+    if (p.published) bits.push(el("time", { datetime: p.published_utc || p.published }, formatDate(p.published)));
+    const category = p.metadata && typeof p.metadata.category === "string" ? p.metadata.category : null;
+    if (category) bits.push(el("span", { class: "category" }, category));
     const ranks = [];
     if (p.bm25_rank) ranks.push(`BM25 #${p.bm25_rank}`);
     if (p.dense_rank) ranks.push(`dense #${p.dense_rank}`);
@@ -274,6 +283,22 @@
     clear(results);
     const passages = data.passages || [];
     const articles = new Set(passages.map((p) => p.doc_id)).size;
+    const active = drawActive(urlFilters());
+    if (active) results.append(active);
+    if (!passages.length && active) {
+      setStatus(`No passages match “${data.question}” with these filters.`);
+      results.append(
+        el(
+          "div",
+          { class: "empty" },
+          el("h2", {}, "No results with these filters"),
+          el("p", {}, "Remove a filter above, or choose one of the counts below."),
+        ),
+      );
+      const facets = drawFacets(data.facets);
+      if (facets) results.append(facets);
+      return;
+    }
     if (!passages.length) {
       setStatus(`No passages match “${data.question}”.`);
       results.append(
@@ -302,6 +327,8 @@
       for (const c of data.answer.conflicts || []) for (const s of c.sentences) cited.add(s.passage_rank);
     }
     for (const p of passages) list.append(drawPassage(p, terms, cited));
+    const facets = drawFacets(data.facets);
+    if (facets) results.append(facets);
     results.append(
       el(
         "section",
@@ -316,6 +343,107 @@
       el("span", { class: "visually-hidden" }, said),
       `${plural(passages.length, "passage")} from ${plural(articles, "article")}, in ${Math.round(data.took_ms)} ms.`,
     );
+  }
+
+  // -- filters and facets --------------------------------------------------------------
+  // The filter parameters of the page's URL, as [key, value] pairs.
+  function urlFilters() {
+    const params = new URLSearchParams(window.location.search);
+    const out = [];
+    for (const key of FILTER_KEYS) {
+      for (const value of params.getAll(key)) {
+        if (key === "sort" && (value === "relevance" || !SORTS.includes(value))) continue;
+        if (value) out.push([key, value]);
+      }
+    }
+    return out;
+  }
+
+  // The URL parameter a facet value filters by: source=..., or where=FIELD=VALUE.
+  function facetFilter(name, value) {
+    if (name === "source") return ["source", value];
+    if (name === "month") return ["where", `published=${value}`];
+    return ["where", `${name}=${value}`];
+  }
+
+  function hasFilter(filters, pair) {
+    return filters.some(([k, v]) => k === pair[0] && v === pair[1]);
+  }
+
+  // Go to the same question with these filters (pushes the URL, so Back undoes it).
+  function navigate(filters) {
+    const params = new URLSearchParams(window.location.search);
+    for (const key of FILTER_KEYS) params.delete(key);
+    for (const [k, v] of filters) params.append(k, v);
+    const url = `${window.location.pathname}?${params}`;
+    window.history.pushState(null, "", url);
+    fromUrl();
+  }
+
+  function toggle(pair) {
+    const filters = urlFilters();
+    navigate(hasFilter(filters, pair) ? filters.filter(([k, v]) => !(k === pair[0] && v === pair[1])) : [...filters, pair]);
+  }
+
+  function filterLabel([key, value]) {
+    if (key === "where") return value.replace(/^published=/, "month: ").replace("=", ": ");
+    if (key === "sort") return `sorted: ${value}`;
+    return `${key}: ${value}`;
+  }
+
+  // The active filters, each a chip that removes it.
+  function drawActive(filters) {
+    if (!filters.length) return null;
+    const bar = el("div", { class: "active-filters", "aria-label": "Active filters" }, el("span", { class: "muted" }, "Filters: "));
+    for (const pair of filters) {
+      const chip = el(
+        "button",
+        { type: "button", class: "chip active", "aria-pressed": "true", title: "Remove this filter", "data-filter": `${pair[0]}=${pair[1]}` },
+        filterLabel(pair),
+        el("span", { "aria-hidden": "true" }, " ×"),
+      );
+      chip.addEventListener("click", () => toggle(pair));
+      bar.append(chip);
+    }
+    if (filters.length > 1) {
+      const all = el("button", { type: "button", class: "chip clear" }, "Clear all");
+      all.addEventListener("click", () => navigate([]));
+      bar.append(all);
+    }
+    return bar;
+  }
+
+  // Facet counts as chips: source, category and month filter; people and teams are shown.
+  function drawFacets(facets) {
+    if (!facets || !facets.passages) return null;
+    const filters = urlFilters();
+    const head = facets.unfiltered
+      ? `Without the filters, ${plural(facets.passages, "passage")} match`
+      : `${plural(facets.passages, "passage")} match`;
+    const section = el("section", { class: "facets", "aria-labelledby": "facets-heading" }, el("h2", { id: "facets-heading" }, head));
+    for (const name of Object.keys(FACET_NAMES)) {
+      const counts = facets[name] || [];
+      if (!counts.length) continue;
+      const group = el("div", { class: "facet", "data-facet": name }, el("span", { class: "facet-name" }, FACET_NAMES[name]));
+      for (const { value, count } of counts.slice(0, 12)) {
+        if (name === "people" || name === "teams") {
+          group.append(el("span", { class: "chip static" }, `${value} (${count})`));
+          continue;
+        }
+        const pair = facetFilter(name, value);
+        const on = hasFilter(filters, pair);
+        const chip = el(
+          "button",
+          { type: "button", class: on ? "chip active" : "chip", "aria-pressed": on ? "true" : "false", "data-value": value },
+          `${value} `,
+          el("span", { class: "count" }, `(${count})`),
+        );
+        chip.addEventListener("click", () => toggle(pair));
+        group.append(chip);
+      }
+      section.append(group);
+    }
+    return section;
   }
 
   // -- talking to the server -----------------------------------------------------------
@@ -352,6 +480,7 @@
     const retry = () => run(question, mode);
     try {
       const params = new URLSearchParams({ q: question, mode });
+      for (const [k, v] of urlFilters()) params.append(k, v);
       const [response, stats] = await Promise.all([
         fetch(`/ask?${params}`, { headers: { Accept: "application/json" }, signal: controller.signal }),
         fetchStats(controller.signal),
@@ -401,6 +530,7 @@
     const mode = MODES.includes(params.get("mode")) ? params.get("mode") : "hybrid";
     input.value = question;
     setMode(mode);
+    if (sortSelect) sortSelect.value = SORTS.includes(params.get("sort")) ? params.get("sort") : "relevance";
     if (question) {
       document.title = `${question} · Match search`;
       run(question, mode);
@@ -422,6 +552,9 @@
       return;
     }
     const params = new URLSearchParams({ q: question, mode: selectedMode() });
+    // A new question keeps the filters in force (each is a chip that removes it).
+    for (const [k, v] of urlFilters()) if (k !== "sort") params.append(k, v);
+    if (sortSelect && sortSelect.value !== "relevance") params.append("sort", sortSelect.value);
     const url = `${window.location.pathname}?${params}`;
     if (url !== window.location.pathname + window.location.search) window.history.pushState(null, "", url);
     fromUrl();
@@ -434,6 +567,11 @@
   for (const radio of form.querySelectorAll('input[name="mode"]')) {
     radio.addEventListener("change", () => {
       hint.textContent = MODE_HINTS[selectedMode()];
+      if (input.value.trim()) submit();
+    });
+  }
+  if (sortSelect) {
+    sortSelect.addEventListener("change", () => {
       if (input.value.trim()) submit();
     });
   }
