@@ -196,7 +196,12 @@ class Filters:
             kind = all_kinds.get(c.field)
             if kind is None:
                 known = ", ".join(sorted(all_kinds))
-                raise FilterError(f"unknown filter field {c.field!r}: this index can filter on {known}")
+                hint = (
+                    ""
+                    if kinds
+                    else " (an index built before metadata was kept has no other: `search reindex`)"
+                )
+                raise FilterError(f"unknown filter field {c.field!r}: this index can filter on {known}{hint}")
             out.extend(_typed(c, kind))
         lo: dict[str, float] = {}
         hi: dict[str, float] = {}

@@ -57,6 +57,7 @@ class RowSpace:
             self.seg_doc[r[snap._i_seg]][r[snap._i_start] : r[snap._i_start] + r[snap._i_n]] = i
         self._lex: tuple[np.ndarray, np.ndarray] | None = None
         self._doclex: np.ndarray | None = None
+        self._months: tuple[np.ndarray, dict[str, int]] | None = None
         self._masks: OrderedDict[tuple[Any, ...], np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -169,14 +170,12 @@ class RowSpace:
 
     def _field_counts(self, name: str, per_doc: np.ndarray) -> list[tuple[str, int]]:
         if name == "month":
-            ts = self.columns.column("published")[1]
-            months = [month(None if np.isnan(t) else float(t)) for t in ts]
-            counts: Counter[str] = Counter()
-            for m, c in zip(months, per_doc.tolist()):
-                if m and c:
-                    counts[m] += c
-            return sorted(counts.items(), key=lambda t: (-t[1], t[0]))
-        kind, data = self.columns.column(name)
+            if self._months is None:  # once per generation: a code per document, -1 undated
+                ts = self.columns.column("published")[1]
+                self._months = _encode_months([month(None if np.isnan(t) else float(t)) for t in ts])
+            kind, data = "text", self._months
+        else:
+            kind, data = self.columns.column(name)
         if kind != "text":
             return []
         codes, vocab = data
@@ -214,6 +213,12 @@ class RowSpace:
         out = (np.asarray(ent_rows, dtype=np.int64), np.asarray(ent_codes, dtype=np.int64), list(vocab))
         seg.facet_cache["entities"] = out
         return out
+
+
+def _encode_months(values: list[str | None]) -> tuple[np.ndarray, dict[str, int]]:
+    vocab: dict[str, int] = {}
+    codes = np.array([vocab.setdefault(v, len(vocab)) if v else -1 for v in values], dtype=np.int32)
+    return codes, vocab
 
 
 def _top(c: Counter[str], n: int) -> list[tuple[str, int]]:
