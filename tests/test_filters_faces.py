@@ -275,3 +275,25 @@ def test_html_dates_from_meta_tags_and_trafilatura(tmp_path: Path) -> None:
     (art,), _ = load([tmp_path / "p.html"])
     assert art.published_utc is not None and art.published_utc.startswith("2005-04-02")
     assert art.source == "Match Daily"
+
+
+def test_http_post_keeps_extra_fields_as_metadata(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from search.server import create_app
+
+    with Engine.open(tmp_path / "idx", create=True, embedder=HashEmbedder(), tagger=no_entities) as e:
+        app = create_app(e, token="t0k3n-filters")
+        with TestClient(app, base_url="http://127.0.0.1") as c:
+            body = {
+                "id": "p/1",
+                "text": "Saka scored the winner late on.",
+                "category": "football",
+                "minute": 88,
+            }
+            r = c.post("/documents", json=body, headers={"Authorization": "Bearer t0k3n-filters"})
+            assert r.status_code == 200, r.text
+            got = c.get("/documents/p/1").json()
+            assert got["metadata"] == {"category": "football", "minute": 88}
+            r = c.get("/search", params={"q": "winner", "where": "minute>=80"})
+            assert [p["doc_id"] for p in r.json()["passages"]] == ["p/1"]
