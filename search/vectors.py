@@ -52,7 +52,7 @@ ANN_MIN_ROWS = 20_000
 QUERY_THREADS = 1
 #: A filtered search over at most this many allowed rows gathers them and scores them
 #: exactly with numpy; above it FAISS searches with a bitmap selector (FILTERS_NOTES.md).
-EXACT_ALLOWED_ROWS = 8_192
+EXACT_ALLOWED_ROWS = 2_048
 ANN_SUFFIX = ".faiss"
 #: Fraction of IVF lists probed. Measured recall@10 against exact search on real MiniLM
 #: vectors (docs/benchmarks.md): SciFact's 17,480 passages 0.893 at 1/16, 0.944 at 1/8,
