@@ -246,6 +246,28 @@ def test_different_subjects_are_no_conflict() -> None:
     assert block.conflicts == []
 
 
+def test_a_hedged_value_is_no_conflict() -> None:
+    ents = [("Tom Reid", "PERSON"), ("Rovers", "ORG"), ("three", "CARDINAL"), ("at least one", "CARDINAL")]
+    arts = [
+        article("p.txt", "Tom Reid scored three goals for Rovers this season.", ents),
+        article("q.txt", "Rovers striker Tom Reid has three goals for Rovers this season.", ents),
+        article("r.txt", "Tom Reid of Rovers has at least one goal in the cup.", ents),
+    ]
+    d = decide("how many goals has Tom Reid scored for Rovers this season", hits_of(arts), FakeEngine(arts))
+    assert d.clusters[0].text == "three"
+    assert ask("how many goals has Tom Reid scored for Rovers this season", arts).conflicts == []
+
+
+def test_each_article_answers_once_so_a_weaker_mention_is_no_conflict() -> None:
+    ents = [("Fernandez", "PERSON"), ("85th minute", "MINUTE"), ("10th minute", "MINUTE")]
+    arts = [
+        article("p.txt", "Fernandez equalised in the 85th minute. He was booked in the 10th minute.", ents),
+        article("q.txt", "Fernandez equalised in the 85th minute after a long spell of pressure.", ents),
+    ]
+    # p.txt's own answer is the 85th minute: its booking is another event, not a conflict.
+    assert ask("in what minute did Fernandez equalise", arts).conflicts == []
+
+
 # -- stage 5 and bad input: an honest "no short answer" --------------------------------------
 @pytest.mark.parametrize(
     "question",

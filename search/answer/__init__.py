@@ -17,6 +17,7 @@ fitted by ``scripts/fit_answer.py``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +27,7 @@ from .agreement import Cluster, cluster, corroborate, same_event
 from .candidates import Sent, collect
 from .confidence import confidence, features, threshold
 from .evidence import weigh
-from .question import QuestionInfo, analyse, label_fit
+from .question import QuestionInfo, analyse, label_fit, table
 from .ranker import pointwise, rank
 from .typed import candidates, entity_at
 
@@ -36,6 +37,8 @@ MAX_SENTENCES = 5
 CORROBORATE_TOP = 3  # values whose agreement in other words is counted before ranking
 ADDRESS_REL = 0.5  # a sentence stating half the question's weight addresses it
 CONFLICT_FIT = 0.75  # only a value plainly of the asked kind contradicts (a minute, not "later")
+CONFLICT_FOCUS = 0.8  # the sentence, or the passage around it, names every focus word
+CONFLICT_RATIO = 0.5  # an article's own answer must score this share of the weakest winning one
 OLD_INDEX = "this index was built before entities were stored: run `search reindex` to get short answers"
 
 
@@ -148,20 +151,30 @@ def build_answer(question: str, hits: Sequence[Hit], engine: Any, qvec: Any = No
 
 
 def _conflicts(atype: str, top: Cluster, others: list[Cluster], same: Any) -> list[Conflict]:
-    """Other values, each from articles that never state the winning one, in a sentence that
-    names the question's focus and describes the same event as the winning sentences (so the
-    ages of two different players, or a goal in another match, are no conflict)."""
+    """Articles whose own answer differs: each article answers with its best candidate of a
+    value plainly of the asked kind, in a sentence that (with the text around it) names
+    the question's focus.
+    An article that states the winning value anywhere is not in conflict, nor one whose
+    answer is far weaker than a typical winning article's (a stray number beside the question's
+    words), hedged ("at least one"), or about another event than the winning sentences
+    (the ages of two different players, a goal in another match)."""
+    best: dict[str, tuple[Cluster, Any]] = {}
+    for cl in [top, *others]:
+        for key, c in cl.articles.items():
+            if c.sent.focus < CONFLICT_FOCUS or label_fit(atype, c.label) < CONFLICT_FIT:
+                continue
+            if key not in best or c.score > best[key][1].score:
+                best[key] = (cl, c)
+    mine = sorted(c.score for c in top.articles.values())
+    floor = CONFLICT_RATIO * (mine[0] if mine else 0.0)
+    hedge = re.compile(table().get("hedge", "$^"), re.I)
+    groups: dict[str, tuple[Cluster, list[Any]]] = {}
+    for key, (cl, c) in sorted(best.items()):
+        if cl is top or key in top.articles or c.score < floor or hedge.search(c.text) or not same(c.sent):
+            continue
+        groups.setdefault(cl.key, (cl, []))[1].append(c)
     out = []
-    for cl in others:
-        mine = [
-            c
-            for key, c in cl.articles.items()
-            if key not in top.articles
-            and c.sent.strict
-            and label_fit(atype, c.label) >= CONFLICT_FIT
-            and same(c.sent)
-        ]
-        if mine:
-            mine.sort(key=lambda c: -c.score)
-            out.append(Conflict(text=cl.text, support=len(mine), sentences=[_cite(c.sent) for c in mine[:3]]))
-    return out
+    for cl, mine in groups.values():
+        mine.sort(key=lambda c: -c.score)
+        out.append(Conflict(text=cl.text, support=len(mine), sentences=[_cite(c.sent) for c in mine[:3]]))
+    return sorted(out, key=lambda c: -c.support)
