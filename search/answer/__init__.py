@@ -165,8 +165,7 @@ def _conflicts(atype: str, top: Cluster, others: list[Cluster], same: Any) -> li
                 continue
             if key not in best or c.score > best[key][1].score:
                 best[key] = (cl, c)
-    mine = sorted(c.score for c in top.articles.values())
-    floor = CONFLICT_RATIO * (mine[0] if mine else 0.0)
+    floor = CONFLICT_RATIO * min((c.score for c in top.articles.values()), default=0.0)
     hedge = re.compile(table().get("hedge", "$^"), re.I)
     groups: dict[str, tuple[Cluster, list[Any]]] = {}
     for key, (cl, c) in sorted(best.items()):
@@ -174,7 +173,7 @@ def _conflicts(atype: str, top: Cluster, others: list[Cluster], same: Any) -> li
             continue
         groups.setdefault(cl.key, (cl, []))[1].append(c)
     out = []
-    for cl, mine in groups.values():
-        mine.sort(key=lambda c: -c.score)
-        out.append(Conflict(text=cl.text, support=len(mine), sentences=[_cite(c.sent) for c in mine[:3]]))
+    for cl, theirs in groups.values():
+        theirs.sort(key=lambda c: -c.score)
+        out.append(Conflict(text=cl.text, support=len(theirs), sentences=[_cite(c.sent) for c in theirs[:3]]))
     return sorted(out, key=lambda c: -c.support)
