@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..types import AnswerBlock, Article, Conflict, Hit, Sentence
-from .agreement import Cluster, cluster, corroborate, same_event
+from .agreement import Cluster, cluster, corroborate, idf_of, same_event
 from .candidates import Sent, collect
 from .confidence import confidence, features, threshold
 from .evidence import weigh
@@ -91,6 +91,7 @@ class Decision:
     rows: list[dict[str, float]]  # the ranker's features of each cluster, in order
     probs: list[float]
     sent_rows: list[dict[str, float]]  # the evidence features of each usable sentence, in order
+    idf: dict[str, float]  # the rarity of each term among the candidate sentences
 
     @property
     def usable(self) -> list[Sent]:
@@ -109,8 +110,9 @@ def decide(question: str, hits: Sequence[Hit], engine: Any, qvec: Any = None) ->
     sent_rows = weigh(q, sents)
     cands = candidates(q, sents)
     clusters = cluster(q.atype, cands, story)
+    idf = idf_of(sents)
     for cl in clusters[:CORROBORATE_TOP]:
-        corroborate(q.atype, cl, sents, story, entity_at)
+        corroborate(q.atype, cl, sents, story, entity_at, idf)
     stating = {story(c.sent.doc_id) for c in cands}.union(*(cl.articles for cl in clusters[:CORROBORATE_TOP]))
     addressing = (
         len(stating)
@@ -120,7 +122,7 @@ def decide(question: str, hits: Sequence[Hit], engine: Any, qvec: Any = None) ->
     clusters, rows, probs = rank(q, clusters, addressing, sents, story)
     old = bool(sents) and any(not s.article.sentences for s in sents)
     feats = features(probs, rows[0], pointwise(rows[0])) if clusters else None
-    return Decision(q, sents, clusters, addressing, feats, old, rows, probs, sent_rows)
+    return Decision(q, sents, clusters, addressing, feats, old, rows, probs, sent_rows, idf)
 
 
 def build_answer(question: str, hits: Sequence[Hit], engine: Any, qvec: Any = None) -> AnswerBlock:
@@ -146,7 +148,7 @@ def build_answer(question: str, hits: Sequence[Hit], engine: Any, qvec: Any = No
     else:
         block.sentences = [_cite(best or chosen[0].sent)]
     if d.q.single:
-        block.conflicts = _conflicts(d.q.atype, top, d.clusters[1:], same_event(top, d.sents))
+        block.conflicts = _conflicts(d.q.atype, top, d.clusters[1:], same_event(top, d.sents, d.idf))
     return block
 
 

@@ -14,6 +14,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -162,6 +163,11 @@ def _meaning(sents: list[Sent], qvec: np.ndarray) -> None:
         s.rel = (1 - DENSE_WEIGHT) * s.rel + DENSE_WEIGHT * s.dense
 
 
+@lru_cache(maxsize=1 << 15)  # the same articles' sentences come back question after question
+def _keyed(text: str) -> tuple[tuple[str, int], ...]:
+    return tuple((_key(t), a) for t, a, _ in analyze_spans(text))
+
+
 def _focus_fit(s: Sent, missing: list[str], n_focus: int) -> float:
     """How surely sentence ``s`` is about the question's focus, given the focus words it lacks.
 
@@ -190,7 +196,7 @@ def _focus_fit(s: Sent, missing: list[str], n_focus: int) -> float:
 
 
 def _score(q: QuestionInfo, sents: list[Sent], focus: list[str]) -> None:
-    keyed = [[(_key(t), a) for t, a, _ in analyze_spans(s.text)] for s in sents]
+    keyed = [_keyed(s.text) for s in sents]
     n = len(sents) or 1
     df: dict[str, int] = {}
     for ks in keyed:

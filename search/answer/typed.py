@@ -7,6 +7,7 @@ import re
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ..text import term
 from .candidates import Sent
@@ -38,13 +39,15 @@ class Candidate:
     first: bool = False  # the first candidate of the asked kind in its sentence
 
 
+@lru_cache(maxsize=1 << 16)  # names repeat across sentences, articles and questions
 def fold(s: str) -> str:
     s = unicodedata.normalize("NFKD", s)
     return "".join(c for c in s if not unicodedata.combining(c)).lower().replace("’", "'")
 
 
-def words_of(s: str) -> set[str]:
-    return set(re.findall(r"[^\W_]+", fold(s)))
+@lru_cache(maxsize=1 << 16)
+def words_of(s: str) -> frozenset[str]:
+    return frozenset(re.findall(r"[^\W_]+", fold(s)))
 
 
 def _trim(text: str, start: int, end: int) -> tuple[int, int]:
