@@ -21,7 +21,7 @@ from typing import Any
 
 from .candidates import Sent, rank_prior
 from .question import QuestionInfo, label_fit
-from .typed import fold, words_of
+from .typed import fold, proximity, words_of
 
 FEATURES = (
     "lex",  # share of the question's words it states
@@ -40,6 +40,9 @@ FEATURES = (
     "hits",  # how many predicate words of the question it states (up to 3, over 3)
     "length",  # its length, up to 300 characters, over 300
     "passage",  # its passage's retrieval score over the first passage's
+    "slot",  # the best (fit x closeness to the question's predicate words) of such an entity
+    "dense_rank",  # 1/(1 + its rank among the sentences by stored-vector closeness)
+    "lex_rank",  # the same by words
 )
 
 
@@ -55,17 +58,21 @@ def features(q: QuestionInfo, sents: list[Sent]) -> list[dict[str, float]]:
         return []
     max_dense = max(s.dense for s in sents)
     max_lex = max(s.lex for s in sents)
+    by_dense = {id(s): i for i, s in enumerate(sorted(sents, key=lambda s: -s.dense))}
+    by_lex = {id(s): i for i, s in enumerate(sorted(sents, key=lambda s: -s.lex))}
     positions: dict[str, dict[int, int]] = {}
     qwords = {fold(w) for w in q.words} | {fold(n) for n in q.names}
     rows = []
     for s in sents:
         a = s.article
         pos = positions.setdefault(a.id, {start: i for i, (start, _) in enumerate(a.sentences)})
-        fits = [
-            label_fit(q.atype, lb, a.text[x:y])
+        typed = [
+            (label_fit(q.atype, lb, a.text[x:y]), x, y)
             for x, y, lb in a.entities
             if x >= s.start and y <= s.end and not (words_of(a.text[x:y]) & qwords)
         ]
+        fits = [f for f, _, _ in typed]
+        slot = max((f * proximity(s, x - s.start, y - s.start) for f, x, y in typed if f > 0), default=0.0)
         rows.append(
             {
                 "lex": s.lex,
@@ -84,6 +91,9 @@ def features(q: QuestionInfo, sents: list[Sent]) -> list[dict[str, float]]:
                 "hits": min(3, len(s.hits)) / 3,
                 "length": min(1.0, len(s.text) / 300),
                 "passage": s.passage,
+                "slot": slot,
+                "dense_rank": 1.0 / (1 + by_dense[id(s)]),
+                "lex_rank": 1.0 / (1 + by_lex[id(s)]),
             }
         )
     return rows

@@ -91,7 +91,7 @@ def candidates(q: QuestionInfo, sents: list[Sent]) -> list[Candidate]:
                 continue
             if words_of(text) & qwords or (acronyms and _initials(text) in acronyms):
                 continue  # the question's own subject ("QPR": Queens Park Rangers) is not its answer
-            near = _proximity(s, a - s.start, b - s.start)
+            near = proximity(s, a - s.start, b - s.start)
             if q.counted:  # "how many goals": "158 goals", not "10-point"
                 after = s.article.text[a : b + 40]
                 fit *= (
@@ -124,7 +124,7 @@ def _label_votes(sents: list[Sent]) -> dict[str, list[str]]:
     return votes
 
 
-def _proximity(s: Sent, a: int, b: int) -> float:
+def proximity(s: Sent, a: int, b: int) -> float:
     """1 beside the question's matched words, 1/2 at PROXIMITY_WORDS words away."""
     if not s.hits:
         return 0.5
