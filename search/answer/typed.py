@@ -65,7 +65,10 @@ def candidates(q: QuestionInfo, sents: list[Sent]) -> list[Candidate]:
     """Entities that could answer ``q``: right kind, in a sentence on the focus, not named by it."""
     if q.atype == "sentence":
         return []
-    qwords = {fold(w) for w in q.words} | {fold(n) for n in q.names}
+    # The noun a "how many" question counts is part of its answer ("13 games"), not its subject.
+    qwords = {fold(w) for w in q.words if not (q.counted and term(w) == q.counted)} | {
+        fold(n) for n in q.names
+    }
     acronyms = {n for n in q.names if n.isupper() and 2 <= len(n) <= 5}  # "QPR"
     numeric = set(table().get("needs_number", []))
     votes = _label_votes(sents)
