@@ -120,8 +120,11 @@ class Engine:
         rerank: bool = True,
         preload: bool = False,
         tagger: Callable[[Sequence[str]], list[list[tuple[int, int, str]]]] | None = None,
+        min_confidence: float | None = None,
     ) -> None:
         self.path = Path(path) if path is not None else default_index_path()
+        # The confidence a short answer needs; None: the fitted threshold (precision 0.9).
+        self.min_confidence = min_confidence if min_confidence is not None else _env_confidence()
         # The NER stage: texts -> (start, end, label) spans; search.enrich.tag (spaCy) unless given.
         self._tagger = tagger
         # SEARCH_EMBEDDER lets tests and servers choose the backend ("hash" is the fake).
@@ -834,6 +837,19 @@ class Engine:
 
     def manifest(self) -> dict[str, Any]:
         return self._backend.manifest()
+
+
+def _env_confidence() -> float | None:
+    raw = os.environ.get("SEARCH_MIN_CONFIDENCE", "").strip()
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:
+        raise QueryError(f"SEARCH_MIN_CONFIDENCE must be a number from 0 to 1, not {raw!r}")
+    return value
 
 
 def dense_text(title: str, text: str) -> str:

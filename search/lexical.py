@@ -39,6 +39,7 @@ import json
 import logging
 import math
 import os
+import random
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -48,8 +49,10 @@ from typing import Any
 import numpy as np
 from whoosh import fields, index, scoring
 from whoosh.analysis import SpaceSeparatedTokenizer
+from whoosh.codec.base import Segment
 from whoosh.filedb.filestore import FileStorage
 from whoosh.reading import TermNotFound
+from whoosh.util import IDCHARS
 from whoosh.util.numeric import byte_to_length
 
 from .fusion import TITLE_WEIGHT
@@ -63,6 +66,18 @@ CORRECTIONS_FILE = "corrections.json"
 #: Decoded postings kept per index (docnum, frequency and length: 24 bytes each):
 #: every term of a few hundred queries over 100k passages, ~100 MB at most.
 POSTINGS_CACHE = 4_000_000
+
+# whoosh names each new segment from Python's global ``random``: a program that seeds it
+# (a simulation, a test) identically before two writes makes whoosh reuse a segment name
+# and fail. Segment names come from the operating system's randomness instead.
+_SEGMENT_IDS = random.SystemRandom()
+
+
+def _segment_id(cls: Any, size: int = 16) -> str:
+    return "".join(_SEGMENT_IDS.choice(IDCHARS) for _ in range(size))
+
+
+Segment._random_id = classmethod(_segment_id)  # type: ignore[method-assign,assignment]
 
 
 def make_schema() -> fields.Schema:

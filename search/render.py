@@ -50,6 +50,14 @@ def print_answer(console: Console, result: Answer, engine: Any = None) -> None:
             console.print(Text.assemble("  “", (s.text, "italic"), f"” [{s.passage_rank}]"))
         if block.text:
             console.print(Text(f"  {block.summary} · confidence {block.confidence:.2f}", style="dim"))
+        elif block.sentences and block.confidence > 0:
+            console.print(
+                Text(
+                    f"  confidence {block.confidence:.2f}, below the {block.needed:.2f} a short answer "
+                    "needs (SEARCH_MIN_CONFIDENCE sets it)",
+                    style="dim",
+                )
+            )
         for c in block.conflicts:
             cites = ", ".join(f"[{s.passage_rank}]" for s in c.sentences)
             n = "1 article" if c.support == 1 else f"{c.support} articles"

@@ -6,7 +6,7 @@ Routes are named after the engine's methods and return the same dicts as the CLI
     GET  /ask?q=...&k=5&mode=hybrid      POST /ask {"question", "k", "mode"}
     GET  /search?q=...&k=10&mode=hybrid  (the ask dict without "answer")
     GET  /documents/{id}                 POST /documents {"id", "title", "text", ...}
-    DELETE /documents/{id}               GET /stats    GET /healthz    GET /docs
+    DELETE /documents/{id}               GET /stats    GET /healthz    GET /docs  GET /redoc
 
 A browser gets HTML from the same server: ``GET /`` is the search page (``search/web/``,
 served from the package, no outside resources), and ``GET /documents/{id}`` renders the
@@ -61,6 +61,8 @@ try:
     from fastapi.responses import HTMLResponse, JSONResponse, Response
     from pydantic import BaseModel, ConfigDict, Field
     from starlette.exceptions import HTTPException as StarletteHTTPException
+
+    from .apidocs import add_api_docs
 except ImportError as e:  # pragma: no cover - depends on the environment
     raise MissingExtraError(
         f"the HTTP server needs fastapi and uvicorn ({e.name} is missing): pip install 'search[serve]'"
@@ -598,7 +600,10 @@ def create_app(
         summary="Search football match coverage; answers cite the passages they come from.",
         version=_version(),
         lifespan=lifespan,
+        docs_url=None,  # /docs and /redoc come from local files: search/apidocs.py
+        redoc_url=None,
     )
+    add_api_docs(app, favicon_url="/web/favicon.svg")
     app.state.engine = engine
     _install_error_handlers(app)
     hosts = tuple(allowed_hosts) if allowed_hosts else LOOPBACK_HOSTS

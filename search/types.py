@@ -209,6 +209,7 @@ class AnswerBlock:
     confidence: float = 0.0  # 0-1; a short answer is given only above the calibrated threshold
     outlets: list[str] = field(default_factory=list)  # who states it (source, else title)
     notice: str | None = None  # e.g. the index predates stored entities: how to fix it
+    needed: float = 0.0  # the confidence a short answer needs (the fitted threshold, or the user's)
 
     @property
     def summary(self) -> str:
@@ -216,6 +217,11 @@ class AnswerBlock:
         if not self.text:
             if not self.sentences:
                 return "No short answer: no passage states it."
+            if self.confidence > 0 and self.needed > 0:
+                return (
+                    f"No short answer: confidence {self.confidence:.2f} is below the "
+                    f"{self.needed:.2f} a short answer needs; the best supporting sentence is quoted."
+                )
             return "No short answer: the articles do not state one clearly; the best supporting sentence is quoted."
         who = (
             f" ({', '.join(self.outlets[:4])}{', …' if len(self.outlets) > 4 else ''})"
@@ -237,6 +243,7 @@ class AnswerBlock:
             "articles": self.articles,
             "outlets": self.outlets,
             "confidence": self.confidence,
+            "needed": self.needed,
             "conflicts": [c.to_dict() for c in self.conflicts],
             "notice": self.notice,
         }

@@ -24,7 +24,12 @@ class ServerProcess:
     """The real server on 127.0.0.1; ``token`` None means writes are disabled."""
 
     def __init__(
-        self, index: Path, log: Path, token: str | None = None, extra: list[str] | None = None
+        self,
+        index: Path,
+        log: Path,
+        token: str | None = None,
+        extra: list[str] | None = None,
+        more_env: dict[str, str] | None = None,
     ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -33,6 +38,7 @@ class ServerProcess:
         env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONUNBUFFERED="1")
         if token is not None:
             env["SEARCH_API_TOKEN"] = token
+        env.update(more_env or {})
         cmd = [sys.executable, "-m", "search", "serve", "--port", str(self.port), "--index", str(index)]
         self._err = open(log, "wb")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(

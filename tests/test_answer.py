@@ -14,6 +14,7 @@ from search.answer import analyse, build_answer, decide
 from search.answer.agreement import value_key
 from search.answer.candidates import collect
 from search.answer.typed import candidates
+from search.engine import ANSWER_DEPTH
 from search.types import AnswerBlock, Article, Hit, Passage
 
 
@@ -245,6 +246,28 @@ def test_different_subjects_are_no_conflict() -> None:
     assert block.conflicts == []
 
 
+def test_a_hedged_value_is_no_conflict() -> None:
+    ents = [("Tom Reid", "PERSON"), ("Rovers", "ORG"), ("three", "CARDINAL"), ("at least one", "CARDINAL")]
+    arts = [
+        article("p.txt", "Tom Reid scored three goals for Rovers this season.", ents),
+        article("q.txt", "Rovers striker Tom Reid has three goals for Rovers this season.", ents),
+        article("r.txt", "Tom Reid of Rovers has at least one goal in the cup.", ents),
+    ]
+    d = decide("how many goals has Tom Reid scored for Rovers this season", hits_of(arts), FakeEngine(arts))
+    assert d.clusters[0].text == "three"
+    assert ask("how many goals has Tom Reid scored for Rovers this season", arts).conflicts == []
+
+
+def test_each_article_answers_once_so_a_weaker_mention_is_no_conflict() -> None:
+    ents = [("Fernandez", "PERSON"), ("85th minute", "MINUTE"), ("10th minute", "MINUTE")]
+    arts = [
+        article("p.txt", "Fernandez equalised in the 85th minute. He was booked in the 10th minute.", ents),
+        article("q.txt", "Fernandez equalised in the 85th minute after a long spell of pressure.", ents),
+    ]
+    # p.txt's own answer is the 85th minute: its booking is another event, not a conflict.
+    assert ask("in what minute did Fernandez equalise", arts).conflicts == []
+
+
 # -- stage 5 and bad input: an honest "no short answer" --------------------------------------
 @pytest.mark.parametrize(
     "question",
@@ -281,13 +304,20 @@ def test_summary_uses_one_denominator() -> None:
 def test_seeds_who_scored_the_winner(seed_engine) -> None:
     r = seed_engine.ask("who scored the winner")
     a = r.answer
-    assert a.text == "Lautaro Martinez"
+    # The winning value is Lautaro Martinez, stated by at least four articles, with no
+    # conflict; whether it is shown short depends on the fitted confidence threshold.
+    hits, vec = seed_engine._search("who scored the winner", ANSWER_DEPTH, "hybrid", None)
+    top = decide("who scored the winner", hits, seed_engine, vec).clusters[0]
+    assert top.text == "Lautaro Martinez" and top.support >= 4
     assert a.support >= 4 and a.conflicts == []
     art = {h.passage.doc_id: seed_engine.get_document(h.passage.doc_id) for h in r.hits}
     for s in a.sentences:
-        assert art[s.doc_id].text[s.start : s.end] == s.text and a.text in s.text
+        assert art[s.doc_id].text[s.start : s.end] == s.text and "Lautaro Martinez" in s.text
     ctx = r.to_context(2000)
-    assert ctx.startswith("Answer: Lautaro Martinez [")
+    if a.text:
+        assert a.text == "Lautaro Martinez" and ctx.startswith("Answer: Lautaro Martinez [")
+    else:
+        assert "Lautaro Martinez" in ctx.split("\n\n")[0]
 
 
 @pytest.mark.slow

@@ -143,3 +143,18 @@ def test_deleted_documents_leave_statistics(tmp_path: Path) -> None:
     raw = lx.LexicalIndex(path)
     raw.correction = lx.SegmentCorrection()
     assert raw.score_all(query_terms("winner")) != ix.score_all(query_terms("winner"))
+
+
+def test_a_program_that_seeds_random_can_write_twice(tmp_path: Path) -> None:
+    # whoosh draws segment names from the global random; seeded alike before two
+    # commits, it used to name both segments the same and fail on the second.
+    path = tmp_path / "lex"
+    lx.create(path)
+    for n in range(2):
+        random.seed(1234)
+        w = lx.LexicalWriter(path)
+        w.add(f"d{n}#0", f"d{n}", " ".join(analyze(f"goal number {n} scored late")))
+        w.commit(merge=False)
+    ix = lx.LexicalIndex(path)
+    assert ix.doc_count() == 2
+    ix.close()

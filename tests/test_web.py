@@ -97,6 +97,42 @@ def test_the_page_and_its_assets_are_served_from_the_package(client: Any) -> Non
     assert "/" not in client.get("/openapi.json").json()["paths"]
 
 
+def test_api_docs_reference_only_local_files(client: Any) -> None:
+    """/docs and /redoc load Swagger UI and ReDoc from the server itself, never a CDN (#16)."""
+    for url, scripts in (
+        ("/docs", ["/docs-assets/swagger-ui-bundle.js"]),
+        ("/redoc", ["/docs-assets/redoc.standalone.js"]),
+    ):
+        r = client.get(url)
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/html"), url
+        assert re.findall(r'<script src="([^"]*)"', r.text) == scripts, url
+        refs = re.findall(r'(?:src|href|spec-url)="([^"]*)"', r.text) + re.findall(r"url: '([^']*)'", r.text)
+        assert refs, url
+        for ref in refs:
+            assert ref.startswith("/") and not ref.startswith("//"), (url, ref)
+        # No absolute URL anywhere in the page: no CDN, no Google fonts, no online validator.
+        assert not re.search(r"(?:https?:)?//[\w.-]+\.\w", r.text), (url, r.text)
+        for ref in refs:
+            asset = client.get(ref)
+            assert asset.status_code == 200, (url, ref)
+        # And the browser is told to load nothing from elsewhere, nor run other inline code.
+        csp = dict(d.strip().split(" ", 1) for d in r.headers["content-security-policy"].split(";"))
+        assert csp["default-src"] == "'self'" and csp["connect-src"] == "'self'", csp
+        assert csp["img-src"] == "'self' data:" and "http" not in r.headers["content-security-policy"]
+        assert re.fullmatch(r"'self'( 'sha256-[A-Za-z0-9+/=]+')*", csp["script-src"]), csp
+        assert r.headers["x-content-type-options"] == "nosniff"
+    assert '"validatorUrl": null' in client.get("/docs").text
+    assert client.get("/docs/oauth2-redirect").status_code == 200
+    for name, kind in (("swagger-ui-bundle.js", "text/javascript"), ("swagger-ui.css", "text/css")):
+        assert client.get(f"/docs-assets/{name}").headers["content-type"].startswith(kind)
+    for bad in ("/docs-assets/", "/docs-assets/nope.js", "/docs-assets/..%2F__init__.py"):
+        assert client.get(bad).status_code == 404, bad
+    assert not any(p.startswith("/docs") for p in client.get("/openapi.json").json()["paths"])
+    # The Host allow-list covers the docs and their files like every other route.
+    r = client.get("/docs-assets/swagger-ui-bundle.js", headers={"Host": "evil.example"})
+    assert r.status_code == 400 and r.json()["error"]["code"] == "bad_host"
+
+
 def test_documents_negotiate_html_and_json(client: Any) -> None:
     doc = "002_547adb95b189fdfd.txt"
     for headers in (
@@ -147,10 +183,13 @@ def test_the_article_page_escapes_everything(client: Any) -> None:
 
 # -- in Chromium --------------------------------------------------------------------------------
 class _Server(ServerProcess):
-    """``search serve`` with the real model on a copy of the seed index, on a loopback port."""
+    """``search serve`` with the real model on a copy of the seed index, on a loopback port.
+
+    The page is tested with short answers shown: a confidence floor of 0.5 rather than the
+    fitted threshold, which moves whenever the answer weights are refitted."""
 
     def __init__(self, index: Path, log: Path) -> None:
-        super().__init__(index, log, token=TOKEN)
+        super().__init__(index, log, token=TOKEN, more_env={"SEARCH_MIN_CONFIDENCE": "0.5"})
 
 
 @pytest.fixture(scope="module")
@@ -403,3 +442,82 @@ def test_empty_error_and_slow_states(page: tuple[Any, _Watch], server: _Server) 
     assert p.locator(".status .spinner").count() == 0
     p.unroute("**/ask?*")
     watch.check(allow_errors=r"status of 503")  # the browser logs the failed fetch
+
+
+def _offline(p: Any, server: _Server) -> list[str]:
+    """Abort every request the page makes to a host other than the server; returns their URLs."""
+    aborted: list[str] = []
+
+    def handle(route: Any) -> None:
+        if route.request.url.startswith(server.url + "/"):
+            route.continue_()
+        else:
+            aborted.append(route.request.url)
+            route.abort("internetdisconnected")
+
+    p.route("**/*", handle)
+    return aborted
+
+
+@pytest.mark.integration
+def test_swagger_ui_renders_with_the_network_off(page: tuple[Any, _Watch], server: _Server) -> None:
+    p, watch = page
+    aborted = _offline(p, server)
+    p.goto(server.url + "/docs")
+    p.wait_for_selector(".opblock")
+    assert "search" in p.inner_text(".info .title")
+    paths = set(p.locator(".opblock .opblock-summary-path").all_inner_texts())
+    assert {"/ask", "/search", "/documents/{doc_id}", "/stats"} <= {x.replace("\u200b", "") for x in paths}
+    assert p.locator(".opblock.opblock-get").count() >= 4
+    assert p.locator(".opblock.opblock-post").count() >= 2
+    assert p.locator(".errors-wrapper").count() == 0  # the spec loaded and parsed
+    # GET /ask opens with its parameters, and "Try it out" calls the server (the CSP allows it).
+    ask = p.locator("#operations-query-ask_get_ask_get")
+    ask.locator(".opblock-summary").click()
+    ask.locator(".parameters").wait_for()
+    assert "The question (at most 2,000 characters)." in ask.inner_text()
+    _shot(p, "docs-swagger.png", full_page=False)
+    ask.locator("button.try-out__btn").click()
+    ask.locator("input[placeholder=q]").fill("who scored the winner")
+    ask.locator("button.execute").click()
+    live = ask.locator(".live-responses-table tbody .response")
+    live.wait_for()
+    assert live.locator(".response-col_status").inner_text().strip() == "200"
+    assert "Lautaro Martinez" in live.locator(".response-col_description").inner_text()
+    assert not aborted, aborted
+    watch.check()
+
+
+@pytest.mark.integration
+def test_redoc_renders_with_the_network_off(page: tuple[Any, _Watch], server: _Server) -> None:
+    p, watch = page
+    aborted = _offline(p, server)
+    blocked: dict[str, str | None] = {}
+    p.on("requestfailed", lambda r: blocked.__setitem__(r.url, r.failure))
+    p.goto(server.url + "/redoc")
+    p.wait_for_selector(".api-content h1")
+    assert p.inner_text(".api-content h1").startswith("search")
+    # The menu has the tags, and each operation's section is rendered from /openapi.json.
+    menu = p.locator(".menu-content")
+    tags = menu.locator("li[data-item-id^='tag/']:not([data-item-id*='/operation/'])")
+    assert [tags.nth(i).get_attribute("aria-label") for i in range(tags.count())] == [
+        "query",
+        "documents",
+        "index",
+    ]
+    assert menu.locator("li[data-item-id='tag/query/operation/ask_get_ask_get']").count() == 1
+    sections = p.locator(".api-content h2").all_inner_texts()
+    assert "Answer a question with cited passages" in sections, sections
+    assert "Counts, sizes, model and last update of the index" in sections, sections
+    menu.get_by_text("query", exact=True).click()
+    assert menu.get_by_text("Answer a question with cited passages").is_visible()
+    # ReDoc's menu footer asks cdn.redoc.ly for its logo: the page's CSP blocks that, so
+    # no request leaves and the image is dropped (the "API docs by Redocly" link stays).
+    p.wait_for_function("!document.querySelector(\"img[alt='redocly logo']\")")
+    _shot(p, "docs-redoc.png", full_page=False)
+    assert not aborted, aborted
+    # Chromium reports the blocked image as a request; it failed in the browser, by the CSP.
+    assert watch.outside == ["https://cdn.redoc.ly/redoc/logo-mini.svg"], watch.outside
+    assert all(blocked.get(url) == "csp" for url in watch.outside), blocked
+    watch.outside.clear()
+    watch.check(allow_errors=r"^Loading the image 'https://cdn\.redoc\.ly/redoc/logo-mini\.svg' violates")

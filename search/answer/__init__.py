@@ -1,35 +1,44 @@
-"""The answer block, in five stages with plain data between them:
+"""The answer block, in stages with plain data between them:
 
 1. :mod:`.question`   question -> answer type, words, tense (a table, no model);
-2. :mod:`.candidates` the top passages' stored sentences, scored, with the focus they name;
-3. :mod:`.typed`      stored entities of the asked kind in those sentences;
-4. :mod:`.agreement`  candidates grouped by value, counted by distinct articles;
-5. :mod:`.confidence` a calibrated score; below its threshold there is no short answer,
-   and the best supporting sentence is quoted instead.
+2. :mod:`.candidates` the top passages' stored sentences, with what of the question they state;
+3. :mod:`.evidence`   each sentence's probability of stating the answer (fitted weights);
+4. :mod:`.typed`      stored entities of the asked kind in those sentences;
+5. :mod:`.agreement`  candidates grouped by value, counted by distinct articles;
+6. :mod:`.ranker`     each value's probability of being the answer (fitted weights);
+7. :mod:`.confidence` a calibrated score; below its threshold there is no short answer,
+   and the most probable sentence is quoted instead.
 
 Every short answer is an exact span of a cited sentence, and every sentence an exact
-span of its article. Nothing here loads a model: entities and sentence spans were
-stored at index time (:mod:`search.enrich`).
+span of its article. Nothing here loads a model: entities, sentence spans and sentence
+vectors were stored at index time (:mod:`search.enrich`); the weights are JSON files
+fitted by ``scripts/fit_answer.py``.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..types import AnswerBlock, Article, Conflict, Hit, Sentence
-from .agreement import Cluster, cluster, corroborate, same_event
+from .agreement import Cluster, cluster, corroborate, idf_of, same_event
 from .candidates import Sent, collect
 from .confidence import confidence, features, threshold
-from .question import QuestionInfo, analyse, label_fit
+from .evidence import weigh
+from .question import QuestionInfo, analyse, label_fit, table
+from .ranker import pointwise, rank
 from .typed import candidates, entity_at
 
 __all__ = ["Decision", "QuestionInfo", "analyse", "build_answer", "decide"]
 
 MAX_SENTENCES = 5
+CORROBORATE_TOP = 3  # values whose agreement in other words is counted before ranking
 ADDRESS_REL = 0.5  # a sentence stating half the question's weight addresses it
 CONFLICT_FIT = 0.75  # only a value plainly of the asked kind contradicts (a minute, not "later")
+CONFLICT_FOCUS = 0.8  # the sentence, or the passage around it, names every focus word
+CONFLICT_RATIO = 0.5  # an article's own answer must score this share of the weakest winning one
 OLD_INDEX = "this index was built before entities were stored: run `search reindex` to get short answers"
 
 
@@ -75,30 +84,45 @@ class Decision:
 
     q: QuestionInfo
     sents: list[Sent]
-    clusters: list[Cluster]
+    clusters: list[Cluster]  # most probable answer first
     addressing: int
-    features: dict[str, float] | None
+    features: dict[str, float] | None  # of the decision, for the confidence
     old_index: bool
+    rows: list[dict[str, float]]  # the ranker's features of each cluster, in order
+    probs: list[float]
+    sent_rows: list[dict[str, float]]  # the evidence features of each usable sentence, in order
+    idf: dict[str, float]  # the rarity of each term among the candidate sentences
+
+    @property
+    def usable(self) -> list[Sent]:
+        return [s for s in self.sents if s.usable]
+
+    @property
+    def best_sentence(self) -> Sent | None:
+        """The sentence most likely to state the answer: quoted when there is no short one."""
+        return max(self.usable, key=lambda s: (s.pick, s.score, -s.rank, -s.start), default=None)
 
 
 def decide(question: str, hits: Sequence[Hit], engine: Any, qvec: Any = None) -> Decision:
     q = analyse(question)
     story = _story(engine)
     sents, _focus = collect(q, hits, _getter(engine), qvec)
+    sent_rows = weigh(q, sents)
     cands = candidates(q, sents)
     clusters = cluster(q.atype, cands, story)
-    if any(s.hits for s in sents):
-        # A value that only stands beside the focus ("Morgan Rogers" in every sentence about
-        # Gordon) is outranked by one from a sentence that states what is asked ("joined").
-        clusters.sort(key=lambda cl: (not any(c.sent.hits for c in cl.articles.values()), -cl.score))
-    if clusters:
-        corroborate(q.atype, clusters[0], sents, story, entity_at)
-        addressing = len({story(c.sent.doc_id) for c in cands} | set(clusters[0].articles))
-    else:
-        addressing = len({story(s.doc_id) for s in sents if s.focus > 0 and s.rel >= ADDRESS_REL})
+    idf = idf_of(sents)
+    for cl in clusters[:CORROBORATE_TOP]:
+        corroborate(q.atype, cl, sents, story, entity_at, idf)
+    stating = {story(c.sent.doc_id) for c in cands}.union(*(cl.articles for cl in clusters[:CORROBORATE_TOP]))
+    addressing = (
+        len(stating)
+        if clusters
+        else len({story(s.doc_id) for s in sents if s.focus > 0 and s.rel >= ADDRESS_REL})
+    )
+    clusters, rows, probs = rank(q, clusters, addressing, sents, story)
     old = bool(sents) and any(not s.article.sentences for s in sents)
-    feats = features(q, clusters, addressing) if clusters else None
-    return Decision(q, sents, clusters, addressing, feats, old)
+    feats = features(probs, rows[0], pointwise(rows[0])) if clusters else None
+    return Decision(q, sents, clusters, addressing, feats, old, rows, probs, sent_rows, idf)
 
 
 def build_answer(question: str, hits: Sequence[Hit], engine: Any, qvec: Any = None) -> AnswerBlock:
@@ -106,8 +130,8 @@ def build_answer(question: str, hits: Sequence[Hit], engine: Any, qvec: Any = No
     vectors say which sentences state the asked fact in other words."""
     d = decide(question, hits, engine, qvec)
     block = AnswerBlock(articles=d.addressing, notice=OLD_INDEX if d.old_index else None)
+    best = d.best_sentence
     if not d.clusters or d.features is None:
-        best = max((s for s in d.sents if s.usable), key=lambda s: s.score, default=None)
         if best is not None:
             block.sentences = [_cite(best)]
         return block
@@ -116,31 +140,42 @@ def build_answer(question: str, hits: Sequence[Hit], engine: Any, qvec: Any = No
     chosen = sorted(top.articles.values(), key=lambda c: -c.score)
     block.support = top.support
     block.outlets = sorted({_outlet(c.sent.article) for c in chosen})
-    if block.confidence >= threshold():
+    needed = getattr(engine, "min_confidence", None)
+    block.needed = round(threshold() if needed is None else needed, 4)
+    if block.confidence >= block.needed:
         block.text = top.text
         block.sentences = [_cite(c.sent) for c in chosen[:MAX_SENTENCES]]
     else:
-        block.sentences = [_cite(chosen[0].sent)]
+        block.sentences = [_cite(best or chosen[0].sent)]
     if d.q.single:
-        block.conflicts = _conflicts(d.q.atype, top, d.clusters[1:], same_event(top, d.sents))
+        block.conflicts = _conflicts(d.q.atype, top, d.clusters[1:], same_event(top, d.sents, d.idf))
     return block
 
 
 def _conflicts(atype: str, top: Cluster, others: list[Cluster], same: Any) -> list[Conflict]:
-    """Other values, each from articles that never state the winning one, in a sentence that
-    names the question's focus and describes the same event as the winning sentences (so the
-    ages of two different players, or a goal in another match, are no conflict)."""
+    """Articles whose own answer differs: each article answers with its best candidate of a
+    value plainly of the asked kind, in a sentence that (with the text around it) names
+    the question's focus.
+    An article that states the winning value anywhere is not in conflict, nor one whose
+    answer is far weaker than a typical winning article's (a stray number beside the question's
+    words), hedged ("at least one"), or about another event than the winning sentences
+    (the ages of two different players, a goal in another match)."""
+    best: dict[str, tuple[Cluster, Any]] = {}
+    for cl in [top, *others]:
+        for key, c in cl.articles.items():
+            if c.sent.focus < CONFLICT_FOCUS or label_fit(atype, c.label) < CONFLICT_FIT:
+                continue
+            if key not in best or c.score > best[key][1].score:
+                best[key] = (cl, c)
+    floor = CONFLICT_RATIO * min((c.score for c in top.articles.values()), default=0.0)
+    hedge = re.compile(table().get("hedge", "$^"), re.I)
+    groups: dict[str, tuple[Cluster, list[Any]]] = {}
+    for key, (cl, c) in sorted(best.items()):
+        if cl is top or key in top.articles or c.score < floor or hedge.search(c.text) or not same(c.sent):
+            continue
+        groups.setdefault(cl.key, (cl, []))[1].append(c)
     out = []
-    for cl in others:
-        mine = [
-            c
-            for key, c in cl.articles.items()
-            if key not in top.articles
-            and c.sent.strict
-            and label_fit(atype, c.label) >= CONFLICT_FIT
-            and same(c.sent)
-        ]
-        if mine:
-            mine.sort(key=lambda c: -c.score)
-            out.append(Conflict(text=cl.text, support=len(mine), sentences=[_cite(c.sent) for c in mine[:3]]))
-    return out
+    for cl, theirs in groups.values():
+        theirs.sort(key=lambda c: -c.score)
+        out.append(Conflict(text=cl.text, support=len(theirs), sentences=[_cite(c.sent) for c in theirs[:3]]))
+    return sorted(out, key=lambda c: -c.support)

@@ -19,9 +19,12 @@ from .typed import Candidate, fold
 AGREE = 0.35
 # Types where a shorter value inside a longer one is the same value: "Martinez" in
 # "Lautaro Martinez", "Sunday" in "Sunday, July 19".
-_CONTAINS = frozenset({"person", "team", "club", "place", "date", "name"})
+_CONTAINS = frozenset({"person", "team", "club", "place", "city", "date", "name"})
 CORROBORATE_ROUNDS = 3
 CORROBORATE = 0.25  # share of a sentence's own terms that the winning sentences' event must hold
+# A contradicting value need only share the event a little: it is cited beside the winner,
+# and must also name the focus in its own sentence with a value plainly of the asked kind.
+SAME_EVENT = 0.15
 _NUM = re.compile(r"\d+(?:[.,]\d+)?")
 _NUMBER_TYPES = frozenset({"minute", "score", "money", "number", "duration"})
 _WORD_NUMBERS = {
@@ -99,7 +102,7 @@ def cluster(atype: str, cands: list[Candidate], story: Callable[[str], str]) -> 
     return sorted(by_key.values(), key=lambda cl: -cl.score)
 
 
-def _idf(sents: list[Sent]) -> dict[str, float]:
+def idf_of(sents: list[Sent]) -> dict[str, float]:
     df: dict[str, int] = {}
     for s in sents:
         for k in sorted(s.keys):
@@ -108,12 +111,14 @@ def _idf(sents: list[Sent]) -> dict[str, float]:
     return {k: math.log(1 + n / (1 + d)) for k, d in df.items()}
 
 
-def same_event(top: Cluster, sents: list[Sent]) -> Callable[[Sent], bool]:
+def same_event(
+    top: Cluster, sents: list[Sent], idf: dict[str, float] | None = None
+) -> Callable[[Sent], bool]:
     """Whether a sentence describes the event the winning sentences describe."""
-    idf = _idf(sents)
+    idf = idf if idf is not None else idf_of(sents)
     ctx = context(top, idf)
     own = set(_keys_of(top.key))
-    return lambda s: overlap(s, ctx, idf, own) >= CORROBORATE
+    return lambda s: overlap(s, ctx, idf, own) >= SAME_EVENT
 
 
 def context(cl: Cluster, idf: dict[str, float]) -> dict[str, float]:
@@ -139,7 +144,12 @@ def overlap(s: Sent, ctx: dict[str, float], idf: dict[str, float], own: set[str]
 
 
 def corroborate(
-    atype: str, top: Cluster, sents: list[Sent], story: Callable[[str], str], entity_at: Callable[..., Any]
+    atype: str,
+    top: Cluster,
+    sents: list[Sent],
+    story: Callable[[str], str],
+    entity_at: Callable[..., Any],
+    idf: dict[str, float] | None = None,
 ) -> None:
     """Count the articles that state the winning value about the same event in other words.
 
@@ -148,7 +158,7 @@ def corroborate(
     stoppage, time) with the sentences that do: that article agrees, and its sentence is
     cited. Sentences must name the question's focus too.
     """
-    idf = _idf(sents)
+    idf = idf if idf is not None else idf_of(sents)
     want = set(top.key.split())
     own = set(_keys_of(top.key))
     for _round in range(CORROBORATE_ROUNDS):  # each agreeing sentence widens the event's terms

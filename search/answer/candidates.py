@@ -14,6 +14,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -35,6 +36,7 @@ ADJACENT = 2  # question words at most this many words apart count as standing t
 REL_FLOOR = 0.3
 TOP_PASSAGES = 3
 FOCUS_MISS = 0.25  # a focus word the article never states: likely another story
+FOCUS_ELSEWHERE = 0.6  # stated by the article, but far from this sentence and not in its lead
 NAME_LABELS = frozenset("PERSON ORG GPE NORP FAC LOC VENUE EVENT WORK_OF_ART PRODUCT".split())
 OFF_CUE = 0.3
 # MiniLM cosine of a question with a sentence: ~0.2 says nothing, ~0.6 states the fact.
@@ -52,13 +54,17 @@ class Sent:
     rank: int  # the citation number: rank of the passage that holds it
     article: Article
     rel: float = 0.0  # share of the question's weight this sentence states (0..1)
+    lex: float = 0.0  # the same from words alone, before the stored vectors are blended in
     focus: float = 1.0  # 1: the sentence names the focus; FOCUS_NEAR: its surroundings do
     strict: bool = True  # every focus word is in the sentence itself
     tense: float = 1.0
     cue: float = 1.0
-    keys: frozenset[str] = frozenset()
-    dense: float = 0.0  # the question's cosine with the sentence's stored vector, scaled to 0..1  # analysed terms (first PREFIX letters) of the sentence
+    keys: frozenset[str] = frozenset()  # analysed terms (first PREFIX letters) of the sentence
+    dense: float = 0.0  # the question's cosine with the sentence's stored vector, scaled to 0..1
     hits: list[int] = field(default_factory=list)  # offsets (in the sentence) of matched words
+    evidence: float | None = None  # the probability that it states the answer (stage 2b)
+    pick: float = 0.0  # the probability that it is the one sentence to quote (stage 2b)
+    passage: float = 1.0  # its passage's fused retrieval score over the first passage's
 
     @property
     def usable(self) -> bool:
@@ -66,6 +72,9 @@ class Sent:
 
     @property
     def score(self) -> float:
+        """The evidence probability once weighed (:mod:`.evidence`), else a rule of thumb."""
+        if self.evidence is not None:
+            return self.evidence
         rel = max(self.rel, REL_FLOOR) if self.rank <= TOP_PASSAGES else self.rel
         return rel * self.focus * self.tense * self.cue * rank_prior(self.rank)
 
@@ -122,13 +131,14 @@ def collect(
             arts[d] = a
     focus = focus_words(q, list(arts.values()))
     seen: dict[tuple[str, int], Sent] = {}
+    top = max((h.score for h in hits), default=0.0) or 1.0
     for h in sorted(hits, key=lambda h: h.rank):
         p = h.passage
         a = arts[p.doc_id]
         lo, hi = (p.start, p.end) if a.text[p.start : p.end] == p.text else (0, len(a.text))
         for s, e in _sentence_spans(a, lo, hi):
             if (p.doc_id, s) not in seen:
-                seen[(p.doc_id, s)] = Sent(p.doc_id, s, e, a.text[s:e], h.rank or 1, a)
+                seen[(p.doc_id, s)] = Sent(p.doc_id, s, e, a.text[s:e], h.rank or 1, a, passage=h.score / top)
     sents = list(seen.values())
     _score(q, sents, focus)
     if qvec is not None:
@@ -153,8 +163,40 @@ def _meaning(sents: list[Sent], qvec: np.ndarray) -> None:
         s.rel = (1 - DENSE_WEIGHT) * s.rel + DENSE_WEIGHT * s.dense
 
 
+@lru_cache(maxsize=1 << 15)  # the same articles' sentences come back question after question
+def _keyed(text: str) -> tuple[tuple[str, int], ...]:
+    return tuple((_key(t), a) for t, a, _ in analyze_spans(text))
+
+
+def _focus_fit(s: Sent, missing: list[str], n_focus: int) -> float:
+    """How surely sentence ``s`` is about the question's focus, given the focus words it lacks.
+
+    The story is the article's: a report on Celtic's cup rout of Clyde names them in its
+    headline and lead, and its later sentences ("Varga tapped in his second") need not.
+    A focus word the article never states is a sign of another story; more than half of
+    them missing, and the sentence cannot give the short answer.
+    """
+    if not missing:
+        return 1.0
+    near = s.article.text[max(0, s.start - 600) : s.end + 300].lower()
+    lead = (s.article.title + " " + s.article.text[:LEAD_CHARS]).lower()
+    whole = s.article.text.lower()
+    fit, absent = 1.0, 0
+    for f in missing:
+        if f in near:
+            fit *= FOCUS_NEAR
+        elif f in lead:
+            fit *= FOCUS_TITLE
+        elif f in whole:
+            fit *= FOCUS_ELSEWHERE
+        else:
+            fit *= FOCUS_MISS
+            absent += 1
+    return fit if 2 * absent <= n_focus and absent < n_focus else 0.0
+
+
 def _score(q: QuestionInfo, sents: list[Sent], focus: list[str]) -> None:
-    keyed = [[(_key(t), a) for t, a, _ in analyze_spans(s.text)] for s in sents]
+    keyed = [_keyed(s.text) for s in sents]
     n = len(sents) or 1
     df: dict[str, int] = {}
     for ks in keyed:
@@ -184,29 +226,14 @@ def _score(q: QuestionInfo, sents: list[Sent], focus: list[str]) -> None:
                     and any(abs(x - y) <= ADJACENT for x in pos[a] for y in pos[b])
                 ):
                     found += 0.5 * (weight[a] + weight[b])
-        s.rel = min(1.0, found / total)
+        s.rel = s.lex = min(1.0, found / total)
         # Words of the predicate ("joined", "winner"), not the focus, place the answer.
         s.hits = [a for k, a in ks if k in weight and k not in focus_keys]
         if cue is not None and not cue.search(s.text):
             s.cue = OFF_CUE
         missing = [f for f in focus_keys if f not in present]
         s.strict = not missing
-        if missing:
-            near = s.article.text[max(0, s.start - 600) : s.end + 300].lower()
-            lead = (s.article.title + " " + s.article.text[:LEAD_CHARS]).lower()
-            whole = s.article.text.lower()
-            fit = 1.0
-            for f in missing:
-                fit *= (
-                    FOCUS_NEAR
-                    if f in near
-                    else FOCUS_TITLE
-                    if f in lead
-                    else 0.4
-                    if f in whole
-                    else FOCUS_MISS
-                )
-            s.focus = fit if len(missing) < len(focus_keys) or fit >= FOCUS_TITLE**2 else 0.0
+        s.focus = _focus_fit(s, missing, len(focus_keys))
         ahead = bool(LOOKS_AHEAD.search(s.text))
         if q.tense == "future":
             s.tense = 1.0 if ahead else 0.6

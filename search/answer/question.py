@@ -98,6 +98,7 @@ def analyse(question: str) -> QuestionInfo:
     )
 
 
+@lru_cache(maxsize=1 << 16)
 def label_fit(atype: str, label: str, text: str = "") -> float:
     """How well an entity label (and its text) answers this type (0 when it cannot)."""
     if text and text.lower() in excluded(atype):

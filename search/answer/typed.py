@@ -7,6 +7,7 @@ import re
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ..text import term
 from .candidates import Sent
@@ -18,7 +19,7 @@ _WORD_RE = re.compile(r"[^\W_]+")  # an entity this many words from the question
 _LEAD_THE = re.compile(r"^(?:the|a|an)\s+", re.I)
 _POSSESSIVE = re.compile(r"['’]s?$")
 _LETTER = re.compile(r"[^\W\d_]")
-_NEEDS_LETTERS = frozenset({"person", "team", "place"})
+_NEEDS_LETTERS = frozenset({"person", "team", "club", "place", "city"})
 _NUMBERISH = re.compile(
     r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|"
     r"hundred|thousand|half|first|second|third|fourth|fifth|stoppage|injury|added)\b",
@@ -35,15 +36,18 @@ class Candidate:
     sent: Sent
     score: float
     near: float = 0.5  # 1 beside the question's predicate words, 1/2 at PROXIMITY_WORDS away
+    first: bool = False  # the first candidate of the asked kind in its sentence
 
 
+@lru_cache(maxsize=1 << 16)  # names repeat across sentences, articles and questions
 def fold(s: str) -> str:
     s = unicodedata.normalize("NFKD", s)
     return "".join(c for c in s if not unicodedata.combining(c)).lower().replace("’", "'")
 
 
-def _words(s: str) -> set[str]:
-    return set(re.findall(r"[^\W_]+", fold(s)))
+@lru_cache(maxsize=1 << 16)
+def words_of(s: str) -> frozenset[str]:
+    return frozenset(re.findall(r"[^\W_]+", fold(s)))
 
 
 def _trim(text: str, start: int, end: int) -> tuple[int, int]:
@@ -61,12 +65,18 @@ def candidates(q: QuestionInfo, sents: list[Sent]) -> list[Candidate]:
     """Entities that could answer ``q``: right kind, in a sentence on the focus, not named by it."""
     if q.atype == "sentence":
         return []
-    qwords = {fold(w) for w in q.words} | {fold(n) for n in q.names}
+    # The noun a "how many" question counts is part of its answer ("13 games"), not its subject.
+    qwords = {fold(w) for w in q.words if not (q.counted and term(w) == q.counted)} | {
+        fold(n) for n in q.names
+    }
+    acronyms = {n for n in q.names if n.isupper() and 2 <= len(n) <= 5}  # "QPR"
     numeric = set(table().get("needs_number", []))
+    votes = _label_votes(sents)
     out: list[Candidate] = []
     for s in sents:
         if not s.usable:
             continue
+        first = True
         for a, b, label in s.article.entities:
             if a < s.start or b > s.end:
                 continue
@@ -75,13 +85,16 @@ def candidates(q: QuestionInfo, sents: list[Sent]) -> list[Candidate]:
             fit = label_fit(q.atype, label, text)
             if fit <= 0:
                 continue
+            others = votes.get(fold(text), ())
+            if len(others) > 1:  # the model's other tags of the same name in these articles
+                fit = 0.5 * fit + 0.5 * sum(label_fit(q.atype, lb, text) for lb in others) / len(others)
             if not text.strip() or (q.atype in _NEEDS_LETTERS and not _LETTER.search(text)):
                 continue
             if q.atype in numeric and not _NUMBERISH.search(text):
                 continue
-            if _words(text) & qwords:
-                continue  # the question's own subject is not its answer
-            near = _proximity(s, a - s.start, b - s.start)
+            if words_of(text) & qwords or (acronyms and _initials(text) in acronyms):
+                continue  # the question's own subject ("QPR": Queens Park Rangers) is not its answer
+            near = proximity(s, a - s.start, b - s.start)
             if q.counted:  # "how many goals": "158 goals", not "10-point"
                 after = s.article.text[a : b + 40]
                 fit *= (
@@ -89,11 +102,32 @@ def candidates(q: QuestionInfo, sents: list[Sent]) -> list[Candidate]:
                     if any(q.counted[:5] == term(w)[:5] for w in _WORD_RE.findall(after.lower())[:4])
                     else COUNT_MISS
                 )
-            out.append(Candidate(text, a, b, label, s, s.score * fit * near, near))
+            out.append(Candidate(text, a, b, label, s, s.score * fit * near, near, first))
+            first = False
     return out
 
 
-def _proximity(s: Sent, a: int, b: int) -> float:
+def _initials(text: str) -> str:
+    return "".join(w[0] for w in text.split() if w[:1].isupper())
+
+
+def _label_votes(sents: list[Sent]) -> dict[str, list[str]]:
+    """Every label the model gave each name across the candidate articles: "Southampton"
+    tagged PERSON once and ORG five times is a club, whatever one sentence says."""
+    votes: dict[str, list[str]] = {}
+    seen: set[str] = set()
+    for s in sents:
+        a = s.article
+        if a.id in seen:
+            continue
+        seen.add(a.id)
+        for x, y, label in a.entities:
+            x, y = _trim(a.text, x, y)
+            votes.setdefault(fold(a.text[x:y]), []).append(label)
+    return votes
+
+
+def proximity(s: Sent, a: int, b: int) -> float:
     """1 beside the question's matched words, 1/2 at PROXIMITY_WORDS words away."""
     if not s.hits:
         return 0.5

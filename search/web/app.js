@@ -207,7 +207,7 @@
     } else {
       section.append(
         el("h2", { id: "answer-heading" }, "No short answer"),
-        el("p", { class: "muted" }, "The articles do not state one clearly; this is the best supporting sentence."),
+        el("p", { class: "muted" }, answer.summary || "The articles do not state one clearly; this is the best supporting sentence."),
       );
     }
     // One wording on every face (the CLI, MCP and this page): the server's own summary.

@@ -1,0 +1,311 @@
+"""Fit the answer stages' weights: evidence.json, ranker.json and confidence.json.
+
+    python scripts/fit_answer.py INDEX:QUESTIONS.jsonl [INDEX:QUESTIONS.jsonl ...] [--precision 0.9]
+
+Only pass question sets you may tune on (dev, scripts/questions/*.jsonl, the training
+sets in scripts/questions/train/), never the fresh held-out sets: they must measure,
+not fit.
+
+For each question the answer stages run as `search ask` runs them. Then:
+
+1. evidence (search/answer/evidence.py): a logistic regression over each usable
+   sentence's features, on whether the sentence states an accepted answer;
+2. the stages run again with those weights, and every candidate value gets its feature
+   row (search/answer/ranker.py); a value is right when an accepted answer is in it.
+   The ranker, a logistic regression over the rows, is fitted with the questions split
+   into folds, so every question also gets an out-of-fold ranking, as a question the
+   ranker never saw would (each question weighs the same in every fit);
+3. the confidence, a logistic regression over the out-of-fold winner's probability,
+   margin, support and sentence, is fitted on whether that winner was right; its
+   threshold is the lowest confidence at which the short answers given keep the asked
+   precision, a question no article answers counting as wrong whenever it gets one;
+4. the ranker is refitted on every question, and the three files are written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+from scipy.optimize import minimize
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from search.answer import (  # noqa: E402
+    decide,  # noqa: E402
+    evidence,
+    ranker,
+)
+from search.engine import ANSWER_DEPTH, Engine  # noqa: E402
+from search.evaluate import normalise, read_questions  # noqa: E402
+
+conf_mod = importlib.import_module("search.answer.confidence")  # the package exports a function of that name
+TEXTS: dict[str, tuple[str, list[str], list[str]]] = {}  # for --show
+OBJECTIVE = "choice"  # or "pointwise": --objective
+HERE = Path(__file__).resolve().parent.parent / "search" / "answer"
+# id, value rows, value right, answerable, sentence rows, sentence states an answer
+Question = tuple[str, list[dict[str, float]], list[bool], bool, list[dict[str, float]], list[bool]]
+
+
+def collect(pairs: list[str]) -> list[Question]:
+    out: list[Question] = []
+    for pair in pairs:
+        index, path = pair.split(":", 1)
+        with Engine.open(index) as e:
+            for q in read_questions(path):
+                hits, vec = e._search(q.question, ANSWER_DEPTH, "hybrid", None)
+                d = decide(q.question, hits, e, vec)
+                gold = [normalise(a) for a in q.answers]
+                right = [any(g in normalise(cl.text) for g in gold) for cl in d.clusters]
+                states = [any(g in normalise(s.text) for g in gold) for s in d.usable]
+                out.append((f"{Path(path).stem}/{q.id}", d.rows, right, bool(q.answers), d.sent_rows, states))
+                TEXTS[out[-1][0]] = (q.question, [cl.text for cl in d.clusters], q.answers)
+        print(f"{pair}: {len(out)} questions so far", file=sys.stderr)
+    return out
+
+
+def _standard(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    mu, sd = x.mean(0), x.std(0) + 1e-9
+    return (x - mu) / sd, mu, sd
+
+
+def logistic(x: np.ndarray, y: np.ndarray, w8: np.ndarray, l2: float) -> tuple[np.ndarray, float]:
+    """A weighted, L2-regularised logistic regression (L-BFGS), in raw feature units."""
+    z, mu, sd = _standard(x)
+    w8 = w8 / w8.sum()
+
+    def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
+        w, b = theta[:-1], theta[-1]
+        t = z @ w + b
+        nll = float(w8 @ (np.logaddexp(0, t) - y * t))
+        g = (1 / (1 + np.exp(-t)) - y) * w8
+        return nll + 0.5 * l2 * float(w @ w), np.r_[z.T @ g + l2 * w, g.sum()]
+
+    theta = minimize(loss, np.zeros(x.shape[1] + 1), jac=True, method="L-BFGS-B").x
+    w, b = theta[:-1] / sd, float(theta[-1])
+    return w, b - float(w @ mu)
+
+
+def choice(x: np.ndarray, y: np.ndarray, group: np.ndarray, l2: float) -> tuple[np.ndarray, float]:
+    """A conditional logit: within each group (one question's values or sentences), the
+    softmax of the scores should fall on the right rows. It learns to rank the rows of one
+    question against each other, which is what picking one of them needs; a pointwise fit
+    would also spend its weights telling easy questions from hard ones."""
+    z, _mu, sd = _standard(x)
+    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+    sizes = np.diff(np.r_[starts, len(y)])
+    n = len(starts)
+
+    def loss(w: np.ndarray) -> tuple[float, np.ndarray]:
+        t = z @ w
+        m = np.repeat(np.maximum.reduceat(t, starts), sizes)
+        e = np.exp(t - m)
+        tot = np.add.reduceat(e, starts)
+        ey = e * y
+        toty = np.add.reduceat(ey, starts)
+        nll = float(np.sum(np.log(tot) - np.log(toty))) / n
+        g = z.T @ (e / np.repeat(tot, sizes) - ey / np.repeat(toty, sizes)) / n
+        return nll + 0.5 * l2 * float(w @ w), g + l2 * w
+
+    w = minimize(loss, np.zeros(x.shape[1]), jac=True, method="L-BFGS-B").x
+    return w / sd, 0.0
+
+
+def fit_rows(
+    groups: list[tuple[list[dict[str, float]], list[bool]]],
+    names: tuple[str, ...],
+    l2: float,
+    objective: str = "",
+) -> tuple[np.ndarray, float]:
+    """Fit the rows of every group (see :func:`choice`); each group weighs the same."""
+    if (objective or OBJECTIVE) == "choice":
+        xs, ys, gs = [], [], []
+        for i, (rows, right) in enumerate(groups):
+            if len(rows) < 2 or not any(right):
+                continue  # nothing to choose between, or nothing right to choose
+            for r, ok in zip(rows, right):
+                xs.append([r[k] for k in names])
+                ys.append(float(ok))
+                gs.append(i)
+        return choice(np.array(xs), np.array(ys), np.array(gs), l2)
+    xs, ys, ws = [], [], []
+    for rows, right in groups:
+        for r, ok in zip(rows, right):
+            xs.append([r[k] for k in names])
+            ys.append(float(ok))
+            ws.append(1.0 / len(rows))
+    return logistic(np.array(xs), np.array(ys), np.array(ws), l2)
+
+
+def fit_ranker(qs: list[Question], l2: float, objective: str = "") -> tuple[np.ndarray, float]:
+    return fit_rows([(q[1], q[2]) for q in qs], ranker.FEATURES, l2, objective)
+
+
+def probs(
+    rows: list[dict[str, float]],
+    w: np.ndarray,
+    b: float,
+    names: tuple[str, ...] = ranker.FEATURES,
+    objective: str = "",
+) -> np.ndarray:
+    """Each row's probability: the softmax within the question for a choice model."""
+    if not rows:
+        return np.zeros(0)
+    x = np.array([[r[k] for k in names] for r in rows])
+    z = x @ w + b
+    if (objective or OBJECTIVE) == "choice":
+        e = np.exp(z - z.max())
+        return np.asarray(e / e.sum())
+    return np.asarray(1 / (1 + np.exp(-z)))
+
+
+def folds(n: int, k: int) -> np.ndarray:
+    return np.random.default_rng(0).permutation(n) % k
+
+
+def fit_evidence(qs: list[Question], args: argparse.Namespace) -> None:
+    """Stage 2b first: candidates inherit the sentence probabilities, so the ranker is
+    fitted on the values these weights produce."""
+    fold = folds(len(qs), args.folds)
+    right = 0
+    for f in range(args.folds):
+        w, b = fit_rows([(q[4], q[5]) for q, k in zip(qs, fold) if k != f], evidence.FEATURES, args.l2)
+        for i in np.flatnonzero(fold == f):
+            q = qs[i]
+            if q[3] and q[4]:
+                right += q[5][int(np.argmax(probs(q[4], w, b, evidence.FEATURES)))]
+    answerable = sum(1 for q in qs if q[3])
+    reachable = sum(1 for q in qs if q[3] and any(q[5]))
+    print(
+        f"evidence: out-of-fold, the most probable sentence states the answer for {right}/{answerable} ({reachable} have one)"
+    )
+    w, b = fit_rows([(q[4], q[5]) for q in qs], evidence.FEATURES, args.l2)
+    pw, pb = fit_rows([(q[4], q[5]) for q in qs], evidence.FEATURES, args.l2, "pointwise")
+    for k, v in sorted(zip(evidence.FEATURES, w), key=lambda t: -abs(t[1])):
+        print(f"  {k:14s} {v:+.3f}")
+    if not args.dry_run:
+        e = dict(evidence.params())
+        e["weights"] = {k: round(float(v), 4) for k, v in zip(evidence.FEATURES, w)}
+        e["bias"] = round(float(b), 4)
+        e["objective"] = OBJECTIVE
+        e["pointwise"] = {
+            "weights": {k: round(float(v), 4) for k, v in zip(evidence.FEATURES, pw)},
+            "bias": round(float(pb), 4),
+        }
+        e["fitted_on"] = sorted({q[0].split("/")[0] for q in qs})
+        (HERE / "evidence.json").write_text(json.dumps(e, indent=2) + "\n", encoding="utf-8")
+        evidence.params.cache_clear()
+
+
+def fit_confidence(
+    qs: list[Question], oof: list[np.ndarray], point: list[np.ndarray], args: argparse.Namespace
+) -> tuple[np.ndarray, float, float]:
+    """Step 3: the confidence over the out-of-fold winners, and its threshold."""
+    feats, ys, ids = [], [], []
+    for q, p, pp in zip(qs, oof, point):
+        if not len(p):
+            continue
+        order = np.argsort(-p, kind="stable")
+        f = conf_mod.features([float(p[i]) for i in order], q[1][int(order[0])], float(pp[order[0]]))
+        feats.append([f[k] for k in conf_mod.FEATURES])
+        ys.append(float(q[3] and q[2][int(order[0])]))
+        ids.append((q[0], int(order[0])))
+    x, y = np.array(feats), np.array(ys)
+    # The threshold is chosen on out-of-fold confidences too, as new questions would get them.
+    c = np.zeros(len(y))
+    cfold = folds(len(y), args.folds)
+    for f in range(args.folds):
+        fw, fb = logistic(x[cfold != f], y[cfold != f], np.ones(int((cfold != f).sum())), args.conf_l2)
+        c[cfold == f] = 1 / (1 + np.exp(-(x[cfold == f] @ fw + fb)))
+    cw, cb = logistic(x, y, np.ones(len(y)), args.conf_l2)
+    order = np.argsort(-c, kind="stable")
+    threshold, shown, right = 1.0, 0, 0
+    for i, j in enumerate(order, 1):
+        right += int(y[j])
+        if right / i >= args.precision and i >= args.min_shown:
+            threshold, shown = float(c[j]), i
+    good = int(y[order[:shown]].sum()) if shown else 0
+    for j in order[: args.show]:
+        qid, top = ids[j]
+        text, values, answers = TEXTS.get(qid, ("", [], []))
+        print(
+            f"  {'ok ' if y[j] else 'BAD'} {c[j]:.3f} {qid} {text[:60]!r} -> {values[top] if values else ''!r} want {answers[:2]}"
+        )
+    curve = [
+        (cov, float(y[order[: max(1, round(cov * len(qs)))]].mean())) for cov in (0.1, 0.2, 0.3, 0.4, 0.5)
+    ]
+    print("precision at coverage:", ", ".join(f"{cov:.1f}: {pr:.3f}" for cov, pr in curve))
+    print(
+        f"confidence: threshold {threshold:.4f}; out of fold, {shown}/{len(qs)} questions get a short "
+        f"answer ({shown / len(qs):.3f} coverage), {good} right ({good / max(shown, 1):.3f} precision)"
+    )
+    return cw, cb, threshold
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("pairs", nargs="*", help="INDEX:QUESTIONS.jsonl")
+    ap.add_argument("--precision", type=float, default=0.9)
+    ap.add_argument("--l2", type=float, default=0.01)
+    ap.add_argument("--folds", type=int, default=5)
+    ap.add_argument("--dry-run", action="store_true", help="report, write nothing")
+    ap.add_argument("--conf-l2", type=float, default=0.05)
+    ap.add_argument("--min-shown", type=int, default=10, help="ignore the noisy top of the precision curve")
+    ap.add_argument("--show", type=int, default=0, help="print the N most confident questions")
+    ap.add_argument("--objective", choices=["choice", "pointwise"], default="choice")
+    args = ap.parse_args()
+    global OBJECTIVE
+    OBJECTIVE = args.objective
+    qs = collect(args.pairs)
+    fit_evidence(qs, args)
+    if not args.dry_run:
+        qs = collect(args.pairs)  # the values the new sentence weights give
+    # 2. out-of-fold rankings
+    fold = folds(len(qs), args.folds)
+    oof: list[np.ndarray] = [np.zeros(0)] * len(qs)
+    point: list[np.ndarray] = [np.zeros(0)] * len(qs)  # a pointwise model's, for the confidence
+    for f in range(args.folds):
+        train = [q for q, k in zip(qs, fold) if k != f]
+        w, b = fit_ranker(train, args.l2)
+        pw, pb = fit_ranker(train, args.l2, "pointwise")
+        for i in np.flatnonzero(fold == f):
+            oof[i] = probs(qs[i][1], w, b)
+            point[i] = probs(qs[i][1], pw, pb, objective="pointwise")
+    answerable = [q for q in qs if q[3]]
+    top1 = sum(1 for q, p in zip(qs, oof) if q[3] and len(p) and q[2][int(np.argmax(p))])
+    print(f"out-of-fold top-1: {top1}/{len(answerable)} answerable questions")
+    cw, cb, threshold = fit_confidence(qs, oof, point, args)
+    # 4. the final ranker, on every question
+    w, b = fit_ranker(qs, args.l2)
+    pw, pb = fit_ranker(qs, args.l2, "pointwise")
+    top1_in = sum(1 for q in answerable if q[1] and q[2][int(np.argmax(probs(q[1], w, b)))])
+    print(f"in-sample top-1: {top1_in}/{len(answerable)}")
+    for k, v in sorted(zip(ranker.FEATURES, w), key=lambda t: -abs(t[1])):
+        print(f"  {k:14s} {v:+.3f}")
+    if args.dry_run:
+        return
+    r = dict(ranker.params())
+    r["weights"] = {k: round(float(v), 4) for k, v in zip(ranker.FEATURES, w)}
+    r["bias"] = round(float(b), 4)
+    r["objective"] = OBJECTIVE
+    r["pointwise"] = {
+        "weights": {k: round(float(v), 4) for k, v in zip(ranker.FEATURES, pw)},
+        "bias": round(float(pb), 4),
+    }
+    r["fitted_on"] = sorted({q[0].split("/")[0] for q in qs})
+    (HERE / "ranker.json").write_text(json.dumps(r, indent=2) + "\n", encoding="utf-8")
+    cp = dict(conf_mod.params())
+    cp["weights"] = {k: round(float(v), 4) for k, v in zip(conf_mod.FEATURES, cw)}
+    cp["bias"] = round(float(cb), 4)
+    cp["threshold"] = round(threshold, 4)
+    cp["fitted_on"] = r["fitted_on"]
+    (HERE / "confidence.json").write_text(json.dumps(cp, indent=2) + "\n", encoding="utf-8")
+    print("wrote", HERE / "ranker.json", "and", HERE / "confidence.json")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,125 @@
+"""Stage 2b, evidence: how likely each candidate sentence is to state the answer.
+
+The words a sentence shares with the question, its stored vector's closeness to the
+question's, whether it names the focus, its tense, the rank of its passage, whether
+it holds an entity of the asked kind: each is a weak sign, and how much each counts
+was measured, not guessed. A logistic model over them gives every sentence a
+probability; its weights are data (``evidence.json``), fitted by
+``scripts/fit_answer.py`` on question sets one may tune on (dev, the older sets,
+the training sets), never on the held-out sets. The probability is the sentence's
+score downstream: candidates inherit it, and with no short answer the most probable
+sentence is the one quoted.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from .candidates import Sent, rank_prior
+from .question import QuestionInfo, label_fit
+from .typed import fold, proximity, words_of
+
+FEATURES = (
+    "lex",  # share of the question's words it states
+    "dense",  # its stored vector's cosine with the question's (scaled to 0..1)
+    "dlex",  # the same two, less the best of any candidate sentence
+    "ddense",
+    "focus",  # how surely it is about the question's focus
+    "strict",  # it names every focus word itself
+    "tense",  # a past-tense question and a preview do not fit
+    "cue",  # for a quote: it reports speech
+    "rank",  # 1/sqrt(rank) of its passage
+    "rank1",  # its passage is the first
+    "lead",  # 1/(1 + its position in the article)
+    "fitmax",  # the best fit to the asked type of an entity it holds that the question does not name
+    "ntyped",  # how many such entities of the asked kind it holds (up to 3, over 3)
+    "hits",  # how many predicate words of the question it states (up to 3, over 3)
+    "length",  # its length, up to 300 characters, over 300
+    "passage",  # its passage's retrieval score over the first passage's
+    "slot",  # the best (fit x closeness to the question's predicate words) of such an entity
+    "dense_rank",  # 1/(1 + its rank among the sentences by stored-vector closeness)
+    "lex_rank",  # the same by words
+)
+
+
+@lru_cache(maxsize=1)
+def params() -> dict[str, Any]:
+    raw = resources.files("search.answer").joinpath("evidence.json").read_text(encoding="utf-8")
+    return dict(json.loads(raw))
+
+
+def features(q: QuestionInfo, sents: list[Sent]) -> list[dict[str, float]]:
+    """One row per sentence of ``sents`` (the usable ones), in order."""
+    if not sents:
+        return []
+    max_dense = max(s.dense for s in sents)
+    max_lex = max(s.lex for s in sents)
+    by_dense = {id(s): i for i, s in enumerate(sorted(sents, key=lambda s: -s.dense))}
+    by_lex = {id(s): i for i, s in enumerate(sorted(sents, key=lambda s: -s.lex))}
+    positions: dict[str, dict[int, int]] = {}
+    qwords = {fold(w) for w in q.words} | {fold(n) for n in q.names}
+    rows = []
+    for s in sents:
+        a = s.article
+        pos = positions.setdefault(a.id, {start: i for i, (start, _) in enumerate(a.sentences)})
+        typed = [
+            (label_fit(q.atype, lb, a.text[x:y]), x, y)
+            for x, y, lb in a.entities
+            if x >= s.start and y <= s.end and not (words_of(a.text[x:y]) & qwords)
+        ]
+        fits = [f for f, _, _ in typed]
+        slot = max((f * proximity(s, x - s.start, y - s.start) for f, x, y in typed if f > 0), default=0.0)
+        rows.append(
+            {
+                "lex": s.lex,
+                "dense": s.dense,
+                "dlex": s.lex - max_lex,
+                "ddense": s.dense - max_dense,
+                "focus": s.focus,
+                "strict": 1.0 if s.strict else 0.0,
+                "tense": s.tense,
+                "cue": s.cue,
+                "rank": rank_prior(s.rank),
+                "rank1": 1.0 if s.rank == 1 else 0.0,
+                "lead": 1.0 / (1 + pos.get(s.start, 10)),
+                "fitmax": max(fits, default=0.0),
+                "ntyped": min(3, sum(1 for f in fits if f > 0.5)) / 3,
+                "hits": min(3, len(s.hits)) / 3,
+                "length": min(1.0, len(s.text) / 300),
+                "passage": s.passage,
+                "slot": slot,
+                "dense_rank": 1.0 / (1 + by_dense[id(s)]),
+                "lex_rank": 1.0 / (1 + by_lex[id(s)]),
+            }
+        )
+    return rows
+
+
+def _z(row: dict[str, float], p: dict[str, Any]) -> float:
+    return float(p["bias"] + sum(w * row.get(k, 0.0) for k, w in sorted(p["weights"].items())))
+
+
+def weigh(q: QuestionInfo, sents: list[Sent]) -> list[dict[str, float]]:
+    """Set each usable sentence's ``evidence`` and ``pick``; return the feature rows.
+
+    ``evidence`` is a pointwise model's probability that the sentence states the answer,
+    judged on its own: what candidates inherit and agreement adds up (five articles that
+    each say "55th minute" in a fair sentence outweigh one summary sentence). ``pick`` is a
+    choice model's softmax over the question's sentences: which one sentence to quote.
+    """
+    usable = [s for s in sents if s.usable]
+    rows = features(q, usable)
+    p = params()
+    point = p.get("pointwise") or p
+    z = [_z(r, p) for r in rows]
+    top = max(z, default=0.0)
+    e = [math.exp(v - top) for v in z]
+    for s, row, ev in zip(usable, rows, e):
+        zp = _z(row, point)
+        s.evidence = 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, zp))))
+        s.pick = ev / sum(e)
+    return rows
