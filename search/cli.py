@@ -388,6 +388,12 @@ def _ensure_index(index_dir: str, backend: str, uri: str | None, preload: bool =
 @click.option(
     "--all-copies", is_flag=True, help="Show every copy of syndicated stories (default: collapse them)."
 )
+@click.option(
+    "--min-confidence",
+    type=click.FloatRange(0.0, 1.0),
+    default=None,
+    help="Confidence a short answer needs, 0-1 (default: the fitted threshold, or SEARCH_MIN_CONFIDENCE).",
+)
 @filter_options
 @sort_options
 @_index_option
@@ -397,6 +403,7 @@ def ask_cmd(
     mode: str,
     as_json: bool,
     all_copies: bool,
+    min_confidence: float | None,
     sources: tuple[str, ...],
     since: str | None,
     until: str | None,
@@ -417,6 +424,8 @@ def ask_cmd(
     Engine.check_question(question)
     filters = filters_from(sources, since, until, where)
     with _ensure_index(index_dir, backend, uri, preload=mode != "bm25") as engine:
+        if min_confidence is not None:
+            engine.min_confidence = min_confidence
         result = engine.ask(
             question,
             k=k,

@@ -54,7 +54,7 @@ def print_answer(console: Console, result: Answer, engine: Any = None) -> None:
             console.print(
                 Text(
                     f"  confidence {block.confidence:.2f}, below the {block.needed:.2f} a short answer "
-                    "needs (SEARCH_MIN_CONFIDENCE sets it)",
+                    "needs (--min-confidence or SEARCH_MIN_CONFIDENCE sets it)",
                     style="dim",
                 )
             )

@@ -191,3 +191,17 @@ def test_a_mistyped_index_is_an_error_not_a_new_index(
         assert r.exit_code == 1, args
         assert "no index at indx: create it with `search index --index indx" in r.stderr
     assert not (tmp_path / "indx").exists()
+
+
+def test_min_confidence_sets_the_bar_for_a_short_answer(workdir: Path) -> None:
+    def answer(*extra: str) -> dict[str, object]:
+        r = run("ask", "who scored the winner", "--json", *extra)
+        assert r.exit_code == 0, r.output
+        line = [x for x in r.stdout.splitlines() if x.startswith("{")][0]
+        return json.loads(line)["answer"]
+
+    low, high = answer("--min-confidence", "0"), answer("--min-confidence", "1")
+    assert low["text"] and low["needed"] == 0.0
+    assert not high["text"] and high["needed"] == 1.0 and high["sentences"]
+    r = CliRunner().invoke(cli, ["ask", "who scored", "--min-confidence", "1.5"])
+    assert r.exit_code == 2 and "--min-confidence" in r.output and "Traceback" not in r.output
