@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from search import ingest
+from search import ingest, ingest_base
 from search.embed import HashEmbedder
 from search.engine import Engine
 from search.types import Article
@@ -101,8 +101,8 @@ def test_oversize_file_is_skipped_without_reading_it_all(
 ) -> None:
     """Item 8: a file over the byte limit or an article over the character limit is skipped."""
     root = _corpus(tmp_path)
-    monkeypatch.setattr(ingest, "MAX_FILE_BYTES", 10_000)
-    monkeypatch.setattr(ingest, "MAX_ARTICLE_CHARS", 5_000)
+    monkeypatch.setattr(ingest_base, "MAX_FILE_BYTES", 10_000)
+    monkeypatch.setattr(ingest_base, "MAX_ARTICLE_CHARS", 5_000)
     (root / "huge.txt").write_text("Huge\n" + "word " * 10_000, encoding="utf-8")
     (root / "long.txt").write_text("Long\n" + "A sentence of words. " * 400, encoding="utf-8")
     (root / "big.jsonl").write_text(
@@ -125,7 +125,7 @@ def test_oversize_file_is_skipped_without_reading_it_all(
 
 
 def test_engine_refuses_an_oversize_article_alone(hash_engine, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ingest, "MAX_ARTICLE_CHARS", 1_000)
+    monkeypatch.setattr(ingest_base, "MAX_ARTICLE_CHARS", 1_000)
     r = hash_engine.add(
         [Article(id="big", title="Big", text="word " * 1000), Article(id="ok", title="Ok", text=GOOD)]
     )
