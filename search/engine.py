@@ -12,7 +12,8 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,13 +23,13 @@ import numpy as np
 from . import ordering
 from .backends import Backend, DocRecord, WriteBatch
 from .dates import iso_utc
-from .errors import DocumentNotFoundError, IndexFormatError, IndexMissingError, IngestError, QueryError
+from .errors import DocumentNotFoundError, IndexFormatError, IndexMissingError, QueryError
 from .facets import Facets
 from .filters import Filters
 from .fusion import CONVEX_ALPHA, DEFAULT_FUSION, RRF_K, Fusion, Mode, confidence_alpha, convex, doc_of, rrf
 from .ordering import DEFAULT_HALF_LIFE_DAYS, Sort, check_half_life
 from .rerank import RERANK_DEPTH, rerank
-from .text import has_searchable_text, headline, query_terms
+from .text import has_searchable_text, query_terms
 from .types import Answer, Article, Hit, Passage
 from .vocab import expand, is_football
 
@@ -282,63 +283,100 @@ class Engine:
         the same file was indexed under before, else the recorded source folder that holds
         it, else the folder given (a single file: its own folder). A *different* file whose
         id is taken is refused (named in the report) unless ``replace``.
+
+        Articles stream: files are read, chunked, tagged and encoded in batches, and each
+        batch is written as it is ready (:mod:`search.indexing`), so memory does not grow
+        with the corpus. Readers see the old index until the whole write is switched in.
         """
+        from . import indexing
+        from .ingest import IngestProblem, check_article, printable, read_path
+
         t0 = time.perf_counter()
         report = WriteReport()
         if isinstance(items, (str, os.PathLike, Article)):
             items = [items]
-        from .ingest import check_article, printable
-
-        articles: list[Article] = []
+        given: list[Article] = []
         for a in items:
             if isinstance(a, Article):
                 # Checked before the write starts: one bad article costs only itself.
                 if why := check_article(a):
                     report.problems.append(f"{printable(a.id)}: {why}")
                 else:
-                    articles.append(a)
+                    given.append(a)
         paths = [Path(p) for p in items if not isinstance(p, Article)]
-        sources: list[str] = []
-        if paths:
-            from .ingest import load
+        sources = [str(p.resolve()) for p in paths if p.exists()]
+        old_ids = self._doc_ids() if reset else []
+        finder = self._root_finder(root) if paths else None
+        read_from: dict[str, str] = {}  # id -> the file it was read from (a duplicate id is warned about)
+        written: set[str] = set()  # ids this call writes (the last version of each wins)
+        unchanged: set[str] = set()
 
-            loaded, problems = load(paths, self._root_finder(root))
-            if not reset:
-                loaded = self._refuse_collisions(loaded, replace, report)
-            articles.extend(loaded)
-            report.problems.extend(str(p) for p in problems)
-            sources = [str(p.resolve()) for p in paths if p.exists()]
-        if reset and not articles:
-            # A rebuild from nothing would empty the index: refuse, keep what is there.
-            why = report.problems[0] if report.problems else "give .txt, .md, .jsonl, .html or feed files"
-            raise IngestError(
-                f"no articles could be read from {', '.join(map(str, paths)) or 'the input'}: {why}"
-            )
-        # Last version of an id wins within one call.
-        by_id: dict[str, Article] = {}
-        for a in articles:
-            by_id.pop(a.id, None)
-            by_id[a.id] = a
-        todo: list[Article] = []
-        for a in by_id.values():
+        def admit(a: Article) -> Iterator[Article]:
+            if a.id in written:
+                yield a  # a later version of an id already in this write: it wins
+                return
             old = self._backend.doc(a.id)
-            if old is not None and not reset and old.content_hash == a.content_hash:
+            if old is not None and not reset and old.content_hash == a.content_hash and a.id not in unchanged:
+                unchanged.add(a.id)
                 report.unchanged.append(a.id)
-            else:
-                (report.replaced if old is not None else report.added).append(a.id)
-                todo.append(a)
+                return
+            if a.id in unchanged:  # first unchanged, now another version
+                unchanged.discard(a.id)
+                report.unchanged.remove(a.id)
+            (report.replaced if old is not None else report.added).append(a.id)
+            written.add(a.id)
+            yield a
+
+        def stream() -> Iterator[Article]:
+            for a in given:
+                yield from admit(a)
+            for p in paths:
+                assert finder is not None
+                for item in read_path(p, finder(p)):
+                    if isinstance(item, IngestProblem):
+                        report.problems.append(str(item))
+                        continue
+                    if item.id in read_from:
+                        report.problems.append(
+                            str(
+                                IngestProblem(
+                                    item.path or str(p),
+                                    f"document id {item.id!r} was also read from {read_from[item.id]}; "
+                                    "the later one is kept",
+                                    level="warning",
+                                )
+                            )
+                        )
+                    read_from[item.id] = item.path or str(p)
+                    if not reset and self._collides(item, replace, report):
+                        continue
+                    yield from admit(item)
+
+        clock = indexing.Clock()
+        opener = getattr(self._backend, "writing", None)
+        sink_cm = (
+            opener(reset=reset)
+            if callable(opener)
+            else nullcontext(indexing.CollectingSink(self._backend, reset))
+        )
+        with sink_cm as sink:
+            dups = indexing.Duplicates(self._backend, reset)
+            expected = len(given) + indexing.estimate_articles(paths)
+            indexing.run(self, stream(), sink, report, progress, expected, dups, clock)
+            indexing.require_articles(reset, len(written), paths, report.problems)
+            sink.finish(sources, write=bool(written) or reset)
         if reset:
-            report.removed = [d.id for d in self._backend.docs() if d.id not in by_id]
-        batch = self._prepare(todo, progress, report.stages)
-        self._mark_duplicates(batch, report, reset)
-        batch.reset = reset
-        batch.sources = sources
-        report.passages = sum(len(p) for p in batch.passages)
-        if todo or reset:
-            self._backend.write(batch)
+            report.removed = [d for d in old_ids if d not in written]
         report.took_s = time.perf_counter() - t0
-        report.stages["rest"] = report.took_s - sum(report.stages.values())
+        report.stages.update(clock.totals())
+        report.stages.setdefault("encode", 0.0)
+        report.stages.setdefault("ner", 0.0)
+        report.stages["rest"] = max(0.0, report.took_s - clock.covered())
         return report
+
+    def _doc_ids(self) -> list[str]:
+        ids = getattr(self._backend, "doc_ids", None)
+        return list(ids()) if callable(ids) else [d.id for d in self._backend.docs()]
 
     def _root_finder(self, root: str | os.PathLike[str] | None) -> Callable[[Path], Path | None]:
         """The corpus root of each path given to :meth:`add`, so an id never depends on how
@@ -350,121 +388,36 @@ class Engine:
             (Path(s) for s in self._backend.manifest().get("sources") or [] if Path(s).is_dir()),
             key=lambda f: -len(f.parts),
         )
-        by_path = {d.path: d.id for d in self._backend.docs() if d.path}
 
         def find(p: Path) -> Path | None:
             if p.is_dir():
                 return None  # a folder given is its own root
             rp = str(p.resolve())
-            doc_id = by_path.get(rp)
-            if doc_id and rp.endswith("/" + doc_id):
-                return Path(rp[: -len(doc_id) - 1])  # indexed before: keep its id
+            # Indexed before (a document whose path is this file): keep its id. Its id is a
+            # tail of the path, so look those up instead of reading every document.
+            parts = rp.split("/")
+            for i in range(1, len(parts)):
+                doc_id = "/".join(parts[i:])
+                rec = self._backend.doc(doc_id)
+                if rec is not None and rec.path == rp:
+                    return Path(rp[: -len(doc_id) - 1])
             return next((f for f in folders if f in Path(rp).parents), None)
 
         return find
 
-    def _refuse_collisions(self, loaded: list[Article], replace: bool, report: WriteReport) -> list[Article]:
-        """Drop articles whose id belongs to a different file, unless ``replace``."""
+    def _collides(self, a: Article, replace: bool, report: WriteReport) -> bool:
+        """A different file's article takes this id: refused (reported) unless ``replace``."""
         if replace:
-            return loaded
-        keep = []
-        for a in loaded:
-            old = self._backend.doc(a.id)
-            if old is not None and old.path and a.path and old.path != a.path:
-                report.problems.append(
-                    f"{a.path}: id {a.id!r} is already {old.path}; not added: give --root so the "
-                    "ids differ, or --replace to replace it"
-                )
-                report.refused.append(a.id)
-                continue
-            keep.append(a)
-        return keep
-
-    def _prepare(
-        self,
-        articles: list[Article],
-        progress: Callable[[str, int, int], None] | None,
-        stages: dict[str, float] | None = None,
-    ) -> WriteBatch:
-        from .chunk import chunk, segment
-        from .enrich import tag
-
-        stages = {} if stages is None else stages
-        batch = WriteBatch()
-        all_passages: list[list[Passage]] = []
-        for a in articles:
-            ps = chunk(a.id, a.text, target_chars=CHUNK_TARGET, overlap=CHUNK_OVERLAP)
-            all_passages.append(ps)
-            # Sentence spans are stored with each passage (and the article) so the
-            # query-time reranker and the answer stage never re-split text.
-            units = [(u.start, u.end) for u in segment(a.text) if not u.heading]
-            a.sentences = units
-            batch.sentences.append([[(s, e) for s, e in units if s >= p.start and e <= p.end] for p in ps])
-        t_ner = time.perf_counter()
-        if progress and articles:
-            progress("ner", 0, len(articles))
-        for a, ents in zip(articles, (self._tagger or tag)([a.text for a in articles])):
-            a.entities = ents
-        stages["ner"] = time.perf_counter() - t_ner
-        texts = [
-            dense_text(headline(a.title, a.text), p.text) for a, ps in zip(articles, all_passages) for p in ps
-        ]
-        total = len(texts)
-        done = 0
-
-        def tick(n: int) -> None:
-            nonlocal done
-            done += n
-            if progress:
-                progress("encode", done, total)
-
-        t_enc = time.perf_counter()
-        if texts:
-            vectors = self.embedder.encode(texts, progress=tick)
-            info = getattr(self.embedder, "info", None)
-            batch.embedding = dict(info()) if callable(info) else {}
-            # Each sentence is encoded too, so the answer stage can tell which sentence
-            # states the asked fact in other words ("rose to head home" for "scored the
-            # winner") from vectors stored now, with no model at query time.
-            sent_texts = [a.text[s:e] for a in articles for s, e in a.sentences]
-            sv = self.embedder.encode(sent_texts).astype(np.float16) if sent_texts else None
-            at_s = 0
-            for a in articles:
-                n = len(a.sentences)
-                a.sentence_vectors = sv[at_s : at_s + n] if sv is not None else None
-                at_s += n
-        else:
-            vectors = np.zeros((0, 0), np.float32)
-        stages["encode"] = time.perf_counter() - t_enc
-        at = 0
-        for a, ps in zip(articles, all_passages):
-            batch.articles.append(a)
-            batch.passages.append(ps)
-            batch.vectors.append(vectors[at : at + len(ps)])
-            batch.duplicate_of.append(None)
-            batch.minhash.append("")
-            at += len(ps)
-        return batch
-
-    def _mark_duplicates(self, batch: WriteBatch, report: WriteReport, reset: bool) -> None:
-        """Record which new articles copy a story already indexed (or earlier in the batch)."""
-        from . import dedup
-
-        finder = dedup.DuplicateFinder()
-        replaced = {a.id for a in batch.articles}
-        if not reset:
-            for doc_id, group, sig in self._backend.signatures():
-                if doc_id not in replaced and len(sig):
-                    finder.add(doc_id, sig, group)
-        for i, a in enumerate(batch.articles):
-            sig = dedup.signature(a.text)
-            batch.minhash[i] = dedup.encode(sig)
-            found = finder.find(a.id, sig)
-            group = found[0] if found else None
-            batch.duplicate_of[i] = group
-            if group:
-                report.duplicates[a.id] = group
-            finder.add(a.id, sig, group)
+            return False
+        old = self._backend.doc(a.id)
+        if old is not None and old.path and a.path and old.path != a.path:
+            report.problems.append(
+                f"{a.path}: id {a.id!r} is already {old.path}; not added: give --root so the "
+                "ids differ, or --replace to replace it"
+            )
+            report.refused.append(a.id)
+            return True
+        return False
 
     def remove(self, doc_ids: Iterable[str]) -> WriteReport:
         """Remove documents by id; ids not in the index are reported as missing."""

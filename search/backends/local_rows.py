@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..dates import month
-from ..facets import FACET_FIELDS, Facets, entity_group
-from ..filters import Columns, Filters
+from ..facets import FACET_FIELDS, Facets
+from ..filters import Filters
+from .local_table import MONTH, NPASS, ROW, SEG, StoredColumns
 
 if TYPE_CHECKING:
-    from .local import Snapshot, _Segment
+    from .local import Snapshot
 
 MASK_CACHE = 32  # filters whose document bitmaps stay cached per generation
 
@@ -33,31 +33,20 @@ class RowSpace:
 
     def __init__(self, snap: Snapshot) -> None:
         self.snap = snap
-        rows = snap._rows
-        fi = {f: i for i, f in enumerate(snap._fields)}
-
-        def col(name: str) -> list[Any]:
-            i = fi.get(name)
-            return [r[i] if i is not None and i < len(r) else None for r in rows]
-
-        self.columns = Columns(
-            [s or "" for s in col("source")], col("published_ts"), [m or {} for m in col("metadata")]
-        )
-        self.n_docs = len(rows)
-        self.seg_names = [s["name"] for s in snap.manifest["segments"]]
-        seg_code = {n: i for i, n in enumerate(self.seg_names)}
-        self.doc_seg = np.array([seg_code[r[snap._i_seg]] for r in rows], dtype=np.int32)
-        self.doc_start = np.array([r[snap._i_start] for r in rows], dtype=np.int64)
-        self.doc_n = np.array([r[snap._i_n] for r in rows], dtype=np.int64)
+        table = snap.table
+        self.table = table
+        self.columns = StoredColumns(table)
+        self.n_docs = table.n
+        self.seg_names = list(table.segments)
+        loc = np.asarray(table.loc)
+        self.doc_seg = loc[:, SEG].astype(np.int32)
+        self.doc_start = loc[:, ROW]
+        self.doc_n = loc[:, NPASS]
         # segment row → document ordinal (-1 for rows of removed documents)
-        self.seg_doc: dict[str, np.ndarray] = {}
-        for name in self.seg_names:
-            self.seg_doc[name] = np.full(len(snap.segments[name].row_doc), -1, dtype=np.int32)
-        for i, r in enumerate(rows):
-            self.seg_doc[r[snap._i_seg]][r[snap._i_start] : r[snap._i_start] + r[snap._i_n]] = i
+        self.seg_doc: dict[str, np.ndarray] = snap.seg_doc
         self._lex: tuple[np.ndarray, np.ndarray] | None = None
         self._doclex: np.ndarray | None = None
-        self._months: tuple[np.ndarray, dict[str, int]] | None = None
+        self._positions: dict[str, int] | None = None
         self._masks: OrderedDict[tuple[Any, ...], np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -82,11 +71,18 @@ class RowSpace:
         ext = np.append(docmask, False)  # index -1 (a removed document's row) → False
         return {name: ext[d] for name, d in self.seg_doc.items()}
 
+    def _pos(self) -> dict[str, int]:
+        """id → document ordinal, for mapping whoosh's numbering (built once, when a filter
+        or a facet first needs it)."""
+        if self._positions is None:
+            self._positions = {d: i for i, d in enumerate(self.snap.doc_ids())}
+        return self._positions
+
     def _lexical_map(self) -> tuple[np.ndarray, np.ndarray]:
         """whoosh docnum → (document ordinal or -1, passage number within the document)."""
         if self._lex is None:
             keys = self.snap.lexical.docnum_keys()
-            pos = self.snap._pos
+            pos = self._pos()
             docs = np.full(len(keys), -1, dtype=np.int32)
             pns = np.zeros(len(keys), dtype=np.int64)
             for n, pid in enumerate(keys):
@@ -106,7 +102,7 @@ class RowSpace:
 
     def doclex_allow(self, docmask: np.ndarray) -> np.ndarray:
         if self._doclex is None:
-            pos = self.snap._pos
+            pos = self._pos()
             keys = self.snap.doc_lexical.docnum_keys()
             self._doclex = np.array([pos.get(k, -1) if k else -1 for k in keys], dtype=np.int32)
         return np.append(docmask, False)[self._doclex]
@@ -135,10 +131,15 @@ class RowSpace:
 
     def published(self, docs: np.ndarray) -> np.ndarray:
         """Timestamps of documents (NaN where undated)."""
-        return np.asarray(self.columns.column("published")[1])[docs]
+        return np.asarray(self.table.ts)[docs]
 
     def pid(self, doc: int, pn: int) -> str:
-        return f"{self.snap._rows[doc][0]}#{pn}"
+        return f"{self.table.id(doc)}#{pn}"
+
+    def row_pid(self, segment: str, row: int) -> str:
+        """The passage id of a vector segment's live row."""
+        d = int(self.seg_doc[segment][row])
+        return f"{self.table.id(d)}#{row - int(self.doc_start[d])}"
 
     # -- facets ---------------------------------------------------------------------
     def facets(self, docs: np.ndarray, pns: np.ndarray, top: int = 10) -> Facets:
@@ -157,11 +158,15 @@ class RowSpace:
                 sel = rows[segs == s]
                 if not len(sel):
                     continue
-                ent_row, ent_code, vocab = self._entities(self.snap.segments[name])
-                mask = np.zeros(len(self.seg_doc[name]), dtype=bool)
-                mask[sel] = True
-                counts = np.bincount(ent_code[mask[ent_row]], minlength=len(vocab))
-                for code in np.flatnonzero(counts):
+                entoff, codes, vocab = self.snap.segments[name].entities()
+                # The codes of the selected rows' entities: CSR ranges gathered at once.
+                lo, hi = np.asarray(entoff[sel]), np.asarray(entoff[sel + 1])
+                n = hi - lo
+                if not n.sum():
+                    continue
+                idx = np.repeat(lo - (np.cumsum(n) - n), n) + np.arange(int(n.sum()))
+                counts = np.bincount(np.asarray(codes)[idx], minlength=len(vocab))
+                for code in np.flatnonzero(counts).tolist():
                     group, text = vocab[code]
                     (people if group == "people" else teams)[text] += int(counts[code])
         out.fields["people"] = _top(people, top)
@@ -169,11 +174,8 @@ class RowSpace:
         return out
 
     def _field_counts(self, name: str, per_doc: np.ndarray) -> list[tuple[str, int]]:
-        if name == "month":
-            if self._months is None:  # once per generation: a code per document, -1 undated
-                ts = self.columns.column("published")[1]
-                self._months = _encode_months([month(None if np.isnan(t) else float(t)) for t in ts])
-            kind, data = "text", self._months
+        if name == "month":  # stored at write time: a code per document, -1 undated
+            kind, data = self.table.column(MONTH)
         else:
             kind, data = self.columns.column(name)
         if kind != "text":
@@ -183,42 +185,6 @@ class RowSpace:
         c = np.bincount(codes[known], weights=per_doc[known], minlength=len(vocab))
         names = list(vocab)
         return sorted(((names[i], int(c[i])) for i in np.flatnonzero(c)), key=lambda t: (-t[1], t[0]))
-
-    @staticmethod
-    def _entities(seg: _Segment) -> tuple[np.ndarray, np.ndarray, list[tuple[str, str]]]:
-        """Per segment (cached: segments never change): each entity occurrence of a people or
-        team kind, as (passage row, code), with the vocabulary code → (group, name)."""
-        got = seg.facet_cache.get("entities")
-        if got is not None:
-            return got  # type: ignore[no-any-return]
-        countries = _countries()
-        vocab: dict[tuple[str, str], int] = {}
-        ent_rows: list[int] = []
-        ent_codes: list[int] = []
-        ends = np.append(seg.row_start[1:], len(seg.row_doc))
-        for d, art in enumerate(seg.articles):
-            first = int(seg.row_start[d])
-            n = int(ends[d]) - first
-            spans = seg.spans[first : first + n].tolist()
-            for s, e, label in art.entities:
-                group = entity_group(label, art.text[s:e], countries)
-                if group is None:
-                    continue
-                key = (group, " ".join(art.text[s:e].split()))
-                code = vocab.setdefault(key, len(vocab))
-                for j, (ps, pe) in enumerate(spans):
-                    if ps <= s and e <= pe:
-                        ent_rows.append(first + j)
-                        ent_codes.append(code)
-        out = (np.asarray(ent_rows, dtype=np.int64), np.asarray(ent_codes, dtype=np.int64), list(vocab))
-        seg.facet_cache["entities"] = out
-        return out
-
-
-def _encode_months(values: list[str | None]) -> tuple[np.ndarray, dict[str, int]]:
-    vocab: dict[str, int] = {}
-    codes = np.array([vocab.setdefault(v, len(vocab)) if v else -1 for v in values], dtype=np.int32)
-    return codes, vocab
 
 
 def _top(c: Counter[str], n: int) -> list[tuple[str, int]]:

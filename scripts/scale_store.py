@@ -1,0 +1,321 @@
+"""The local store at scale: build and serve ~1M passages of varied text (#17 items 1, 3, 5).
+
+    python scripts/scale_store.py [--articles 250000] [--work /work/helpers/store_1m]
+                                  [--data /work/shared] [--questions 200] [--what corpus,build,serve]
+
+corpus  ``--articles`` synthetic articles recombined from the real BBC Sport sentences:
+        each article takes a real article's paragraph shape and fills it with sentences of
+        one category drawn at random from every article of that category, so posting lists,
+        vectors and documents are varied (no copies); titles splice two real headlines,
+        sources, dates and categories vary. Written once as ``corpus-N.jsonl`` and reused.
+build   ``Engine.index([corpus])`` in a child process, through the engine's whole write path
+        (streamed ingest, chunking, dedup, whoosh, segments) with the hash embedder and a
+        regex tagger, so the build measures the engine, not the models: wall time, and peak
+        RSS from the child's rusage. The index is cached in ``index-N/`` and reused.
+serve   A fresh child process opens the index: open time, RSS after open, then ``--questions``
+        headline questions (the BBC football titles), ``Engine.search`` hybrid and
+        ``Engine.ask`` interleaved: p50/p95 of each, RSS after, peak RSS, and the BM25 and
+        vector stages alone.
+
+Progress (with an ETA) goes to stderr; one JSON line with everything measured goes to
+stdout. Run it under ``nice``: the machine is shared, compare within one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+OUTLETS = (
+    "BBC Sport",
+    "AFP",
+    "Reuters",
+    "The Guardian",
+    "Press Association",
+    "ESPN",
+    "Sky Sports",
+    "The Times",
+)
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+class Progress:
+    """``done/total`` with the rate and an ETA, at most every ``every`` seconds."""
+
+    def __init__(self, what: str, total: int, every: float = 10.0) -> None:
+        self.what, self.total, self.every = what, max(total, 1), every
+        self.t0 = self.last = time.monotonic()
+
+    def __call__(self, done: int) -> None:
+        now = time.monotonic()
+        if now - self.last < self.every and done < self.total:
+            return
+        self.last = now
+        rate = done / max(now - self.t0, 1e-9)
+        eta = (self.total - done) / rate if rate > 0 else float("inf")
+        log(
+            f"{self.what}: {done:,}/{self.total:,} ({100 * done / self.total:.0f}%), {rate:,.0f}/s, ETA {eta:,.0f} s"
+        )
+
+
+# ----------------------------------------------------------------------------- corpus
+
+
+def bbc_shapes(data: Path) -> tuple[dict[str, list[str]], dict[str, list[list[int]]], dict[str, list[str]]]:
+    """Per category: every sentence, the paragraph shapes (sentences per paragraph), the titles."""
+    sys.path.insert(0, str(ROOT))
+    from search.chunk import segment
+
+    sents: dict[str, list[str]] = {}
+    shapes: dict[str, list[list[int]]] = {}
+    titles: dict[str, list[str]] = {}
+    with open(data / "data" / "bbcsport" / "bbcsport.jsonl", encoding="utf-8") as f:
+        for line in f:
+            a = json.loads(line)
+            cat = a.get("category") or "sport"
+            shape = []
+            for para in re.split(r"\n\s*\n", a["text"]):
+                units = [para[u.start : u.end] for u in segment(para) if not u.heading]
+                units = [" ".join(u.split()) for u in units if len(u) > 1]
+                if units:
+                    sents.setdefault(cat, []).extend(units)
+                    shape.append(len(units))
+            if shape:
+                shapes.setdefault(cat, []).append(shape)
+            titles.setdefault(cat, []).append(a["title"])
+    return sents, shapes, titles
+
+
+def make_corpus(data: Path, out: Path, n: int, seed: int = 17) -> dict[str, Any]:
+    """Write ``n`` recombined articles as JSONL (atomically); returns counts."""
+    sents, shapes, titles = bbc_shapes(data)
+    cats = sorted(shapes)
+    weights = [len(shapes[c]) for c in cats]
+    rng = random.Random(seed)
+    day0 = 1_041_379_200  # 2003-01-01 UTC
+    span = 23 * 365 * 86_400
+    tmp = out.with_name(out.name + ".tmp")
+    prog = Progress("corpus", n)
+    chars = 0
+    with open(tmp, "w", encoding="utf-8") as f:
+        for i in range(n):
+            cat = rng.choices(cats, weights)[0]
+            pool = sents[cat]
+            shape = rng.choice(shapes[cat])
+            paras = [" ".join(rng.choice(pool) for _ in range(k)) for k in shape]
+            text = "\n\n".join(paras)
+            t1, t2 = rng.choice(titles[cat]).split(), rng.choice(titles[cat]).split()
+            title = " ".join(t1[: max(1, len(t1) // 2)] + t2[len(t2) // 2 :])
+            ts = day0 + rng.randrange(span)
+            rec = {
+                "id": f"syn/{cat}/{i:07d}",
+                "title": title,
+                "text": text,
+                "source": OUTLETS[rng.randrange(len(OUTLETS))],
+                "published": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts)),
+                "category": cat,
+            }
+            chars += len(text)
+            f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            prog(i + 1)
+    os.replace(tmp, out)
+    return {"articles": n, "chars": chars, "sentences": sum(len(v) for v in sents.values())}
+
+
+# ----------------------------------------------------------------------------- build
+
+BUILD = r"""
+import json, re, resource, sys, time
+sys.path.insert(0, sys.argv[1])
+from search.embed import HashEmbedder
+from search.engine import Engine
+
+NAME = re.compile(r"\b[A-Z][a-z]+(?: [A-Z][a-z]+)*")
+
+def tagger(texts):
+    # Capitalised runs as PERSON (two words or more) or ORG: as many spans as spaCy gives,
+    # at no model cost, so the build measures the engine's handling of entities.
+    return [[(m.start(), m.end(), "PERSON" if " " in m.group() else "ORG") for m in NAME.finditer(t)]
+            for t in texts]
+
+path, corpus = sys.argv[2], sys.argv[3]
+t0 = time.monotonic()
+last = [t0]
+def progress(stage, done, n):
+    now = time.monotonic()
+    if now - last[0] >= 15 or done >= n:
+        last[0] = now
+        rate = done / max(now - t0, 1e-9)
+        eta = (n - done) / rate if rate > 0 else float("inf")
+        rss = int(open("/proc/self/statm").read().split()[1]) * 4096 / 2**20
+        print(f"[{time.strftime('%H:%M:%S')}] build {stage}: {done:,}/{n:,}, ETA {eta:,.0f} s, RSS {rss:,.0f} MB",
+              file=sys.stderr, flush=True)
+t = time.perf_counter()
+with Engine.open(path, create=True, embedder=HashEmbedder(), tagger=tagger) as e:
+    rep = e.index([corpus], progress=progress)
+    took = time.perf_counter() - t
+    st = e.stats()
+print(json.dumps({"build_s": took, "stages": rep.stages, "passages": rep.passages, "documents": st["documents"],
+                  "size_bytes": st["size_bytes"], "problems": rep.problems[:5],
+                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def build(work: Path, corpus: Path, path: Path, code: Path, rebuild: bool) -> dict[str, Any]:
+    done = path.with_name(path.name + ".build.json")
+    if path.exists() and done.exists() and not rebuild:
+        out = json.loads(done.read_text())
+        out["reused"] = True
+        return out
+    if path.exists():
+        import shutil
+
+        shutil.rmtree(path)
+    log(f"building {path} from {corpus}")
+    t0 = time.monotonic()
+    r = subprocess.run(
+        [sys.executable, "-c", BUILD, str(code), str(path), str(corpus)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "SEARCH_EMBEDDER": "hash", "HF_HUB_OFFLINE": "1"},
+    )
+    wall = time.monotonic() - t0
+    if r.returncode != 0:
+        raise SystemExit(f"the build failed (exit {r.returncode})")
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    out["wall_s"] = wall
+    out["child_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    out["loadavg_end"] = open("/proc/loadavg").read().split()[:3]
+    done.write_text(json.dumps(out))
+    out["reused"] = False
+    return out
+
+
+# ----------------------------------------------------------------------------- serve
+
+SERVE = r"""
+import json, resource, statistics, sys, time
+sys.path.insert(0, sys.argv[1])
+def rss():
+    return int(open("/proc/self/statm").read().split()[1]) * 4096 / 2**20
+from search.embed import HashEmbedder
+from search.engine import Engine
+from search.text import query_terms
+path, qfile = sys.argv[2], sys.argv[3]
+qs = json.load(open(qfile))
+base = rss()
+t0 = time.perf_counter()
+e = Engine.open(path, embedder=HashEmbedder())
+snap = e._backend.reader()
+open_s = time.perf_counter() - t0
+res = {"open_s": open_s, "rss_before_open_mb": base, "rss_open_mb": rss(), "search": [], "ask": [], "bm25": [],
+       "dense": []}
+t = time.perf_counter(); e.search(qs[0], k=10); res["first_search_s"] = time.perf_counter() - t
+for q in qs:  # search and ask interleaved, so the machine's load falls on both alike
+    t = time.perf_counter(); e.search(q, k=10, mode="hybrid"); res["search"].append(time.perf_counter() - t)
+    t = time.perf_counter(); e.ask(q, k=5, mode="hybrid"); res["ask"].append(time.perf_counter() - t)
+b = e._backend
+for q in qs:
+    terms = query_terms(q)
+    t = time.perf_counter(); b.lexical(terms, 50); res["bm25"].append(time.perf_counter() - t)
+    v = e.embedder.encode_query(q)
+    t = time.perf_counter(); b.dense(v, 50); res["dense"].append(time.perf_counter() - t)
+res["rss_after_mb"] = rss()
+res["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+res["passages"] = snap.n_passages
+print(json.dumps(res))
+"""
+
+
+def pct(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    if not xs:
+        return float("nan")
+    k = (len(xs) - 1) * p / 100
+    lo = int(k)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+
+
+def questions(data: Path, n: int) -> list[str]:
+    with open(data / "data" / "bbcsport" / "football.jsonl", encoding="utf-8") as f:
+        titles = [json.loads(line)["title"] for line in f]
+    return titles[:n]
+
+
+def serve(work: Path, path: Path, code: Path, qs: list[str]) -> dict[str, Any]:
+    qfile = work / "questions.json"
+    qfile.write_text(json.dumps(qs))
+    log(f"serving {path}: {len(qs)} questions in a fresh process")
+    r = subprocess.run(
+        [sys.executable, "-c", SERVE, str(code), str(path), str(qfile)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
+    if r.returncode != 0:
+        raise SystemExit(f"serving failed (exit {r.returncode})")
+    raw = json.loads(r.stdout.strip().splitlines()[-1])
+    out = {k: v for k, v in raw.items() if not isinstance(v, list)}
+    for key in ("search", "ask", "bm25", "dense"):
+        out[key] = {
+            "p50_ms": pct(raw[key], 50) * 1000,
+            "p95_ms": pct(raw[key], 95) * 1000,
+            "n": len(raw[key]),
+        }
+    out["loadavg"] = open("/proc/loadavg").read().split()[:3]
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--articles", type=int, default=250_000)
+    ap.add_argument("--work", type=Path, default=Path("/work/helpers/store_1m"))
+    ap.add_argument("--data", type=Path, default=Path("/work/shared"))
+    ap.add_argument("--questions", type=int, default=200)
+    ap.add_argument("--what", default="corpus,build,serve")
+    ap.add_argument("--rebuild", action="store_true", help="build the index again even if one is cached")
+    ap.add_argument("--label", default="", help="a name for this index and run (e.g. the branch)")
+    ap.add_argument("--code", type=Path, default=ROOT, help="the checkout whose search package runs")
+    args = ap.parse_args()
+    what = set(args.what.split(","))
+    args.work.mkdir(parents=True, exist_ok=True)
+    n = args.articles
+    corpus = args.work / f"corpus-{n}.jsonl"
+    index = args.work / (f"index-{n}-{args.label}" if args.label else f"index-{n}")
+    res: dict[str, Any] = {
+        "label": args.label,
+        "code": str(args.code),
+        "articles": n,
+        "loadavg_start": open("/proc/loadavg").read().split()[:3],
+    }
+    if "corpus" in what or not corpus.exists():
+        if corpus.exists():
+            log(f"reusing {corpus}")
+        else:
+            log(f"writing {n:,} articles to {corpus}")
+            res["corpus"] = make_corpus(args.data, corpus, n)
+    if "build" in what:
+        res["build"] = build(args.work, corpus, index, args.code, args.rebuild)
+        log(f"build: {json.dumps(res['build'])}")
+    if "serve" in what:
+        res["serve"] = serve(args.work, index, args.code, questions(args.data, args.questions))
+        log(f"serve: {json.dumps(res['serve'])}")
+    print(json.dumps(res))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,487 @@
+"""The document table of one local generation: compact columns, memory-mapped, no objects.
+
+One row per live document, sorted by id (UTF-8 bytes), so a lookup is a binary search
+and opening the table reads a small header, whatever the corpus size. Files (in the
+generation directory; plain numpy, bytes and JSON, no pickle):
+
+``table.json``      row count, segment names, the filter columns and the fields' kinds
+``table.ids.*``     the ids: ``.bin`` UTF-8 bytes end to end, ``.npy`` int64 [n + 1] offsets
+``table.loc.npy``   int64 [n, 5]: segment (index into the names), article ordinal in the
+                    segment, first passage row, passage count, and the order the document
+                    was added in (``seq``: "first seen" for a field's kind)
+``table.ts.npy``    float64 [n] publication timestamps, NaN where undated
+``table.dup.*``     the id of the story each document copies (empty: none)
+``table.c<i>.*``    filter and facet columns, one per (field, kind): ``text`` int32 codes with
+                    a ``.json`` vocabulary, ``number`` float64, ``bool`` int8, ``strings``
+                    (``.docs.npy`` rows, codes) with a vocabulary; ``source`` and the
+                    publication month are columns too
+
+Everything else a document record shows is in its segment (:mod:`.local_store`), read
+when asked for. :class:`TableBuilder` is the write side: the old table's columns, rows
+removed and added, then written sorted.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import mmap
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..dates import month
+from ..filters import BUILTIN, Columns, value_kind
+from ..vectors import save_npy
+from .local_store import _LRU
+
+TABLE = "table.json"
+SEG, ORD, ROW, NPASS, SEQ = range(5)
+MONTH = "\x00month"  # the publication month facet (not a field: a metadata "month" may exist)
+FIND_CACHE = 8192  # id -> row lookups kept (each a binary search over the id column)
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(obj, f, ensure_ascii=False)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+class Strings:
+    """A read-only column of strings: offsets and one blob (memory-mapped)."""
+
+    def __init__(self, offsets: np.ndarray, blob: bytes | mmap.mmap) -> None:
+        self.offsets = offsets
+        self.blob = blob
+
+    @classmethod
+    def load(cls, base: Path) -> Strings:
+        offsets = np.load(f"{base}.npy", mmap_mode="r", allow_pickle=False)
+        with open(f"{base}.bin", "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            blob: bytes | mmap.mmap = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+        return cls(offsets, blob)
+
+    @staticmethod
+    def save(base: Path, values: Sequence[bytes]) -> None:
+        offsets = np.zeros(len(values) + 1, dtype=np.int64)
+        offsets[1:] = np.cumsum([len(v) for v in values], dtype=np.int64) if values else []
+        tmp = Path(f"{base}.bin.tmp")
+        with open(tmp, "wb") as f:
+            f.write(b"".join(values))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, f"{base}.bin")
+        save_npy(Path(f"{base}.npy"), offsets)
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def raw(self, i: int) -> bytes:
+        return self.blob[int(self.offsets[i]) : int(self.offsets[i + 1])]
+
+    def __getitem__(self, i: int) -> str:
+        return self.raw(i).decode("utf-8", "surrogatepass")
+
+    def all_raw(self) -> list[bytes]:
+        """Every value as bytes (one pass over the blob: for writers and bulk maps)."""
+        data = bytes(self.blob[:])
+        off = self.offsets.tolist()
+        return [data[off[i] : off[i + 1]] for i in range(len(off) - 1)]
+
+
+class Table:
+    """The document table of one generation, opened (O(1): headers and memory maps)."""
+
+    def __init__(self, gen_dir: Path) -> None:
+        self.dir = gen_dir
+        head = json.loads((gen_dir / TABLE).read_text(encoding="utf-8"))
+        self.n: int = head["n"]
+        self.segments: list[str] = head["segments"]
+        self.kinds: dict[str, str] = head["kinds"]
+        self.next_seq: int = head["next_seq"]
+        self.spec: dict[tuple[str, str], int] = {(c[0], c[1]): c[2] for c in head["columns"]}
+        self.ids = Strings.load(gen_dir / "table.ids")
+        self.dup = Strings.load(gen_dir / "table.dup")
+        self.loc = np.load(gen_dir / "table.loc.npy", mmap_mode="r", allow_pickle=False).reshape(-1, 5)
+        self.ts = np.load(gen_dir / "table.ts.npy", mmap_mode="r", allow_pickle=False)
+        self._find = _LRU(FIND_CACHE)
+        self._cols: dict[tuple[str, str], Any] = {}
+        # Every column file is mapped now (vocabularies read as bytes, parsed when used):
+        # nothing is opened by path later, when the directory may be gone.
+        self._files: dict[tuple[str, str], tuple[np.ndarray, np.ndarray | None, bytes]] = {}
+        for key, i in self.spec.items():
+            base = gen_dir / f"table.c{i}"
+            strings = key[1] == "strings"
+            self._files[key] = (
+                np.load(f"{base}.npy", mmap_mode="r", allow_pickle=False),
+                np.load(f"{base}.docs.npy", mmap_mode="r", allow_pickle=False) if strings else None,
+                Path(f"{base}.json").read_bytes() if key[1] in ("text", "strings") else b"",
+            )
+
+    def find(self, doc_id: str) -> int:
+        """The row of a live document, or -1."""
+        hit = self._find.get(doc_id)
+        if hit is not None:
+            return hit  # type: ignore[no-any-return]
+        key = doc_id.encode("utf-8", "surrogatepass")
+        lo, hi = 0, self.n
+        raw = self.ids.raw
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if raw(mid) < key:
+                lo = mid + 1
+            else:
+                hi = mid
+        i = lo if lo < self.n and raw(lo) == key else -1
+        self._find.put(doc_id, i)
+        return i
+
+    def id(self, i: int) -> str:
+        return self.ids[i]
+
+    def duplicate_of(self, i: int) -> str | None:
+        return self.dup[i] or None
+
+    def raw_column(self, field: str, kind: str) -> Any:
+        """One stored (field, kind) column: codes and vocabulary, floats, int8, or (rows, codes, vocabulary)."""
+        key = (field, kind)
+        got = self._cols.get(key)
+        if got is not None or key not in self._files:
+            return got
+        arr, docs, raw = self._files[key]
+        if kind == "text":
+            got = (arr, json.loads(raw))
+        elif kind == "strings":
+            got = (docs, arr, json.loads(raw))
+        else:
+            got = arr
+        self._cols[key] = got
+        return got
+
+    def column(self, name: str) -> tuple[str, Any]:
+        """A field as :class:`search.filters.Columns` gives it: (kind, data), vocabularies as dicts."""
+        if name == "published":
+            return "date", np.asarray(self.ts)
+        kind = "text" if name in ("source", MONTH) else self.kinds.get(name)
+        if kind is None:
+            return "none", None
+        raw = self.raw_column(name, kind)
+        if raw is None:
+            return "none", None
+        if kind == "text":
+            codes, vocab = raw
+            return kind, (np.asarray(codes), {v: i for i, v in enumerate(vocab)})
+        if kind == "strings":
+            docs, codes, vocab = raw
+            return kind, (np.asarray(docs), np.asarray(codes), {v: i for i, v in enumerate(vocab)})
+        return kind, np.asarray(raw)
+
+
+class StoredColumns(Columns):
+    """:class:`search.filters.Columns` over a stored table: nothing decoded until a filter asks."""
+
+    def __init__(self, table: Table) -> None:  # no super().__init__: no per-document lists
+        self.n = table.n
+        self.kinds = dict(table.kinds)
+        self._table = table
+        self._cols: dict[str, Any] = {}
+
+    def column(self, name: str) -> Any:
+        col = self._cols.get(name)
+        if col is None:
+            col = self._cols[name] = self._table.column(name)
+        return col
+
+
+def write_empty(gen_dir: Path) -> None:
+    TableBuilder(None).write(gen_dir, [])
+
+
+class TableBuilder:
+    """The write side: an old table's rows (or none), rows removed and added, written sorted by id."""
+
+    def __init__(self, old: Table | None) -> None:
+        self.old = old
+        n_old = old.n if old is not None else 0
+        self.old_live = np.ones(n_old, dtype=bool)
+        self.next_seq = old.next_seq if old is not None else 0
+        self.seg_names: list[str] = list(old.segments) if old is not None else []
+        self._seg_code = {s: i for i, s in enumerate(self.seg_names)}
+        self.new: list[dict[str, Any]] = []  # rows added by this write
+        self.new_pos: dict[str, int] = {}  # id -> index in self.new, live ones only
+        self.sealed = False
+
+    # -- rows ------------------------------------------------------------------------
+    def where(self, doc_id: str) -> tuple[str, int, int] | None:
+        """(segment, article ordinal, row index) of a live document."""
+        j = self.new_pos.get(doc_id)
+        if j is not None:
+            r = self.new[j]
+            return r["seg"], r["ord"], -1 - j
+        if self.old is not None:
+            i = self.old.find(doc_id)
+            if i >= 0 and self.old_live[i]:
+                loc = self.old.loc[i]
+                return self.old.segments[int(loc[SEG])], int(loc[ORD]), i
+        return None
+
+    def passages(self, doc_id: str) -> int:
+        j = self.new_pos.get(doc_id)
+        if j is not None:
+            return int(self.new[j]["n"])
+        assert self.old is not None
+        return int(self.old.loc[self.old.find(doc_id), NPASS])
+
+    def remove(self, doc_id: str) -> bool:
+        j = self.new_pos.pop(doc_id, None)
+        if j is not None:
+            self.new[j]["live"] = False
+            return True
+        if self.old is not None:
+            i = self.old.find(doc_id)
+            if i >= 0 and self.old_live[i]:
+                self.old_live[i] = False
+                return True
+        return False
+
+    def old_ids(self) -> list[str]:
+        if self.old is None:
+            return []
+        return [b.decode("utf-8", "surrogatepass") for b in self.old.ids.all_raw()]
+
+    def add(
+        self,
+        doc_id: str,
+        segment: str,
+        ordinal: int,
+        row: int,
+        passages: int,
+        published_ts: float | None,
+        duplicate_of: str | None,
+        source: str,
+        metadata: dict[str, Any],
+    ) -> None:
+        if segment not in self._seg_code:
+            self._seg_code[segment] = len(self.seg_names)
+            self.seg_names.append(segment)
+        self.new_pos[doc_id] = len(self.new)
+        self.new.append(
+            {
+                "id": doc_id,
+                "seg": segment,
+                "ord": ordinal,
+                "row": row,
+                "n": passages,
+                "ts": math.nan if published_ts is None else float(published_ts),
+                "dup": duplicate_of or "",
+                "source": source,
+                "meta": metadata,
+                "seq": self.next_seq,
+                "live": True,
+            }
+        )
+        self.next_seq += 1
+
+    # -- sealed: every live row as arrays --------------------------------------------
+    def seal(self) -> None:
+        """Gather the live rows (old kept, then new) into arrays; no more adds or removes."""
+        old, keep = self.old, self.old_live
+        new = [r for r in self.new if r["live"]]
+        ids = [b for b, k in zip(old.ids.all_raw(), keep.tolist()) if k] if old is not None else []
+        ids += [r["id"].encode("utf-8", "surrogatepass") for r in new]
+        dup = [b for b, k in zip(old.dup.all_raw(), keep.tolist()) if k] if old is not None else []
+        dup += [r["dup"].encode("utf-8", "surrogatepass") for r in new]
+        loc_old = np.asarray(old.loc, dtype=np.int64)[keep] if old is not None else np.zeros((0, 5), np.int64)
+        loc_new = np.array(
+            [[self._seg_code[r["seg"]], r["ord"], r["row"], r["n"], r["seq"]] for r in new], dtype=np.int64
+        ).reshape(-1, 5)
+        ts_old = np.asarray(old.ts, dtype=np.float64)[keep] if old is not None else np.zeros(0)
+        self.ids, self.dups = ids, dup
+        self.loc = np.concatenate([loc_old, loc_new])
+        self.ts = np.concatenate([ts_old, np.array([r["ts"] for r in new], dtype=np.float64)])
+        n_kept = len(loc_old)
+        # (field, kind) -> values in the sealed row order
+        cols: dict[tuple[str, str], Any] = {}
+        if old is not None:
+            for key in old.spec:
+                raw = old.raw_column(*key)
+                if key[1] == "text":
+                    codes, vocab = raw
+                    cols[key] = ("text", np.asarray(codes)[keep], list(vocab))
+                elif key[1] == "strings":
+                    docs, codes, vocab = raw
+                    docs = np.asarray(docs)
+                    ok = keep[docs]
+                    renum = np.cumsum(keep) - 1
+                    cols[key] = ("strings", renum[docs[ok]], np.asarray(codes)[ok], list(vocab))
+                else:
+                    cols[key] = (key[1], np.asarray(raw)[keep])
+        values: dict[tuple[str, str], list[tuple[int, Any]]] = {}
+        for j, r in enumerate(new):
+            values.setdefault(("source", "text"), []).append((j, r["source"] or None))
+            m = month(None if math.isnan(r["ts"]) else r["ts"])
+            values.setdefault((MONTH, "text"), []).append((j, m))
+            for k, v in (r["meta"] or {}).items():
+                kind = value_kind(v)
+                if kind is not None and k not in BUILTIN:
+                    values.setdefault((k, kind), []).append((j, v))
+        n_new = len(new)
+        for key, vals in values.items():
+            kind = key[1]
+            prev = cols.get(key) or _empty(kind, n_kept)
+            rows = np.fromiter((n_kept + j for j, _ in vals), dtype=np.int64, count=len(vals))
+            if kind == "text":
+                _, codes, vocab = prev
+                index = {v: i for i, v in enumerate(vocab)}
+                add = np.full(n_new, -1, dtype=np.int32)
+                for j, v in vals:
+                    if isinstance(v, str) and v:
+                        add[j] = index.setdefault(v, len(index))
+                cols[key] = ("text", np.concatenate([codes, add]), list(index))
+            elif kind == "strings":
+                _, docs, codes, vocab = prev
+                index = {v: i for i, v in enumerate(vocab)}
+                d2: list[int] = []
+                c2: list[int] = []
+                for j, v in vals:
+                    for s in v:
+                        d2.append(n_kept + j)
+                        c2.append(index.setdefault(s, len(index)))
+                cols[key] = (
+                    "strings",
+                    np.concatenate([docs, np.asarray(d2, np.int64)]),
+                    np.concatenate([codes, np.asarray(c2, np.int32)]),
+                    list(index),
+                )
+            else:
+                fill = np.full(n_new, math.nan if kind == "number" else -1, dtype=prev[1].dtype)
+                data = np.concatenate([prev[1], fill])
+                data[rows] = [float(v) if kind == "number" else int(v) for _, v in vals]
+                cols[key] = (kind, data)
+        for key, col in cols.items():  # fields absent from every new row: pad them
+            size = len(col[1]) if col[0] != "strings" else None
+            if size is not None and size < n_kept + n_new:
+                pad = np.full(
+                    n_kept + n_new - size, math.nan if col[0] == "number" else -1, dtype=col[1].dtype
+                )
+                cols[key] = (col[0], np.concatenate([col[1], pad]), *col[2:])
+        self.cols = cols
+        self.sealed = True
+
+    def live_rows(self) -> dict[str, int]:
+        """Passages of live documents per segment."""
+        counts = np.bincount(self.loc[:, SEG], weights=self.loc[:, NPASS], minlength=len(self.seg_names))
+        return {self.seg_names[i]: int(c) for i, c in enumerate(counts) if c > 0}
+
+    def members(self, segments: Sequence[str]) -> list[np.ndarray]:
+        """Per segment, the ordinals of its live articles, ascending."""
+        out = []
+        for name in segments:
+            code = self._seg_code[name]
+            out.append(np.sort(self.loc[self.loc[:, SEG] == code, ORD]))
+        return out
+
+    def relocate(self, segments: Sequence[str], new_name: str) -> None:
+        """Point the rows of ``segments`` at the segment they were merged into, in merge order."""
+        self._seg_code[new_name] = len(self.seg_names)
+        self.seg_names.append(new_name)
+        rank = np.full(len(self.seg_names), -1, dtype=np.int64)
+        for i, name in enumerate(segments):
+            rank[self._seg_code[name]] = i
+        sel = np.flatnonzero(rank[self.loc[:, SEG]] >= 0)
+        order = sel[np.lexsort((self.loc[sel, ORD], rank[self.loc[sel, SEG]]))]
+        counts = self.loc[order, NPASS]
+        self.loc[order, SEG] = self._seg_code[new_name]
+        self.loc[order, ORD] = np.arange(len(order))
+        self.loc[order, ROW] = np.cumsum(counts) - counts
+
+    def write(self, gen_dir: Path, segment_order: Sequence[str]) -> int:
+        """Write the sealed table into ``gen_dir``, sorted by id; returns the document count."""
+        if not self.sealed:
+            self.seal()
+        order = sorted(range(len(self.ids)), key=self.ids.__getitem__)
+        perm = np.asarray(order, dtype=np.int64)
+        inv = np.empty_like(perm)
+        inv[perm] = np.arange(len(perm))
+        names = list(segment_order)
+        code = {s: i for i, s in enumerate(names)}
+        remap = np.asarray([code.get(s, -1) for s in self.seg_names], dtype=np.int64)
+        loc = self.loc[perm].copy() if len(perm) else np.zeros((0, 5), np.int64)
+        loc[:, SEG] = remap[loc[:, SEG]] if len(loc) else loc[:, SEG]
+        if len(loc) and loc[:, SEG].min() < 0:
+            raise ValueError("a live document points at a segment the generation does not hold")
+        Strings.save(gen_dir / "table.ids", [self.ids[i] for i in order])
+        Strings.save(gen_dir / "table.dup", [self.dups[i] for i in order])
+        save_npy(gen_dir / "table.loc.npy", loc)
+        save_npy(gen_dir / "table.ts.npy", self.ts[perm] if len(perm) else np.zeros(0))
+        spec: list[list[Any]] = []
+        first_seen: dict[str, tuple[int, str]] = {}
+        for i, (key, col) in enumerate(sorted(self.cols.items())):
+            base = gen_dir / f"table.c{i}"
+            kind = col[0]
+            if kind == "text":
+                codes, vocab = _compact(col[1][perm], col[2])
+                if not len(vocab):
+                    continue
+                present = codes >= 0
+                save_npy(Path(f"{base}.npy"), codes)
+                _write_json(Path(f"{base}.json"), vocab)
+            elif kind == "strings":
+                docs = inv[col[1]]
+                srt = np.lexsort((col[2], docs))
+                codes, vocab = _compact(col[2][srt], col[3])
+                if not len(vocab):
+                    continue
+                present = np.zeros(len(perm), dtype=bool)
+                present[docs] = True
+                save_npy(Path(f"{base}.docs.npy"), docs[srt])
+                save_npy(Path(f"{base}.npy"), codes)
+                _write_json(Path(f"{base}.json"), vocab)
+            else:
+                data = col[1][perm]
+                present = ~np.isnan(data) if kind == "number" else data >= 0
+                if not present.any():
+                    continue
+                save_npy(Path(f"{base}.npy"), data)
+            spec.append([key[0], kind, i])
+            if key[0] not in ("source", MONTH):
+                seq = int(loc[present, SEQ].min())
+                if key[0] not in first_seen or seq < first_seen[key[0]][0]:
+                    first_seen[key[0]] = (seq, kind)
+        _write_json(
+            gen_dir / TABLE,
+            {
+                "n": len(perm),
+                "segments": names,
+                "kinds": {f: k for f, (_, k) in sorted(first_seen.items())},
+                "next_seq": self.next_seq,
+                "columns": spec,
+            },
+        )
+        return len(perm)
+
+
+def _empty(kind: str, n: int) -> tuple[Any, ...]:
+    if kind == "text":
+        return ("text", np.full(n, -1, np.int32), [])
+    if kind == "strings":
+        return ("strings", np.zeros(0, np.int64), np.zeros(0, np.int32), [])
+    return (
+        kind,
+        np.full(n, math.nan if kind == "number" else -1, np.float64 if kind == "number" else np.int8),
+    )
+
+
+def _compact(codes: np.ndarray, vocab: list[str]) -> tuple[np.ndarray, list[str]]:
+    """Codes renumbered over the values still used (vocabularies never grow with removed rows)."""
+    used = np.unique(codes[codes >= 0])
+    remap = np.full(len(vocab) + 1, -1, dtype=np.int32)
+    remap[used] = np.arange(len(used), dtype=np.int32)
+    return remap[codes], [vocab[i] for i in used.tolist()]

@@ -1,0 +1,312 @@
+"""The write path: articles stream in, go through chunking, NER and the encoder in batches,
+and reach the index as each batch is ready (#17: a build that streams).
+
+    read → chunk + sentences + NER (this thread) → encode (a second thread) → dedup + write
+
+The encoder runs on its own thread (ONNX releases the GIL), so while it encodes batch
+*i* this thread tags batch *i + 1* and hands batch *i - 1* to the backend (whoosh and the
+segment files): the model's time hides the rest, and the second core is used. Memory
+holds a few batches of articles and the compact per-document state of the write (ids,
+signatures, the document table), never the corpus: a million passages are written as
+segments of ``BATCH_ARTICLES`` articles and merged at the end.
+
+Stage times (:class:`Clock`): ``encode`` and ``ner`` are the time each model ran;
+``rest`` is the wall time during which no model was running, the share of the build
+that is not the models'.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .backends import WriteBatch
+from .errors import IngestError
+from .types import Article, Passage
+
+if TYPE_CHECKING:
+    from .engine import Engine, WriteReport
+
+#: Articles per batch: big enough that the encoder's batches stay full and a segment is
+#: worth writing (~2,300 passages of BBC Sport), small enough that memory stays flat.
+BATCH_ARTICLES = 512
+
+Progress = Callable[[str, int, int], None]
+
+
+class Clock:
+    """When each model ran, so the rest of the wall time can be told apart."""
+
+    def __init__(self) -> None:
+        self.spans: dict[str, list[tuple[float, float]]] = {}
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def busy(self, stage: str) -> Iterator[None]:
+        t = time.perf_counter()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.spans.setdefault(stage, []).append((t, time.perf_counter()))
+
+    def totals(self) -> dict[str, float]:
+        return {k: sum(b - a for a, b in v) for k, v in self.spans.items()}
+
+    def covered(self) -> float:
+        """Seconds during which any model ran (overlaps counted once)."""
+        spans = sorted(s for v in self.spans.values() for s in v)
+        total, end = 0.0, float("-inf")
+        for a, b in spans:
+            if b <= end:
+                continue
+            total += b - max(a, end)
+            end = b
+        return total
+
+
+@dataclass
+class Prepared:
+    """One batch between the stages."""
+
+    articles: list[Article]
+    passages: list[list[Passage]] = field(default_factory=list)
+    sentences: list[list[list[tuple[int, int]]]] = field(default_factory=list)
+    vectors: np.ndarray | None = None
+    embedding: dict[str, Any] = field(default_factory=dict)
+
+
+def chunk_and_tag(articles: list[Article], tagger: Any, clock: Clock) -> Prepared:
+    """Passages, sentence spans and entities of a batch (this thread: pure Python and spaCy)."""
+    from .chunk import chunk, segment
+    from .engine import CHUNK_OVERLAP, CHUNK_TARGET
+
+    prep = Prepared(articles)
+    for a in articles:
+        ps = chunk(a.id, a.text, target_chars=CHUNK_TARGET, overlap=CHUNK_OVERLAP)
+        prep.passages.append(ps)
+        # Sentence spans are stored with each passage (and the article) so the
+        # query-time reranker and the answer stage never re-split text.
+        units = [(u.start, u.end) for u in segment(a.text) if not u.heading]
+        a.sentences = units
+        prep.sentences.append([[(s, e) for s, e in units if s >= p.start and e <= p.end] for p in ps])
+    with clock.busy("ner"):
+        for a, ents in zip(articles, tagger([a.text for a in articles])):
+            a.entities = ents
+    return prep
+
+
+def encode(embedder: Any, prep: Prepared, clock: Clock, tick: Callable[[int], None] | None) -> Prepared:
+    """The batch's passage and sentence vectors (the encoder thread)."""
+    from .engine import dense_text
+    from .text import headline
+
+    arts = prep.articles
+    texts = [dense_text(headline(a.title, a.text), p.text) for a, ps in zip(arts, prep.passages) for p in ps]
+    with clock.busy("encode"):
+        if texts:
+            prep.vectors = embedder.encode(texts, progress=tick)
+            info = getattr(embedder, "info", None)
+            prep.embedding = dict(info()) if callable(info) else {}
+            # Each sentence is encoded too, so the answer stage can tell which sentence
+            # states the asked fact in other words ("rose to head home" for "scored the
+            # winner") from vectors stored now, with no model at query time.
+            sent_texts = [a.text[s:e] for a in arts for s, e in a.sentences]
+            sv = embedder.encode(sent_texts).astype(np.float16) if sent_texts else None
+            at = 0
+            for a in arts:
+                n = len(a.sentences)
+                a.sentence_vectors = sv[at : at + n] if sv is not None else None
+                at += n
+        else:
+            prep.vectors = np.zeros((0, 0), np.float32)
+    return prep
+
+
+def to_batch(prep: Prepared) -> WriteBatch:
+    batch = WriteBatch(embedding=prep.embedding)
+    vectors = prep.vectors if prep.vectors is not None else np.zeros((0, 0), np.float32)
+    at = 0
+    for a, ps, ss in zip(prep.articles, prep.passages, prep.sentences):
+        batch.articles.append(a)
+        batch.passages.append(ps)
+        batch.sentences.append(ss)
+        batch.vectors.append(vectors[at : at + len(ps)])
+        batch.duplicate_of.append(None)
+        batch.minhash.append("")
+        at += len(ps)
+    return batch
+
+
+class Duplicates:
+    """Marks each new article that copies a story already indexed or earlier in the write."""
+
+    def __init__(self, backend: Any, reset: bool) -> None:
+        from .dedup_index import BandIndex
+
+        self.index = BandIndex()
+        if not reset:
+            # A stored story with the id of a new one is skipped by id when compared.
+            ids, groups, sigs = _stored_signatures(backend)
+            if ids and sigs.shape[1]:
+                self.index.hold(ids, sigs, groups)
+
+    def mark(self, batch: WriteBatch, report: WriteReport) -> None:
+        from . import dedup
+
+        sigs = np.stack([dedup.signature(a.text) for a in batch.articles]) if batch.articles else None
+        if sigs is None:
+            return
+        found = self.index.assign([a.id for a in batch.articles], sigs)
+        for i, (a, (group, _)) in enumerate(zip(batch.articles, found)):
+            batch.minhash[i] = dedup.encode(sigs[i])
+            batch.duplicate_of[i] = group
+            if group:
+                report.duplicates[a.id] = group
+
+
+def _stored_signatures(backend: Any) -> tuple[list[str], list[str], np.ndarray]:
+    fast = getattr(backend, "signature_arrays", None)
+    if callable(fast):
+        return fast()  # type: ignore[no-any-return]
+    rows = [(d, g or d, s) for d, g, s in backend.signatures() if len(s)]
+    if not rows:
+        return [], [], np.zeros((0, 128), np.uint32)
+    return [r[0] for r in rows], [r[1] for r in rows], np.stack([r[2] for r in rows])
+
+
+class CollectingSink:
+    """For a backend that writes one batch at a time: every batch joined into one write."""
+
+    def __init__(self, backend: Any, reset: bool) -> None:
+        self.backend = backend
+        self.batch = WriteBatch(reset=reset)
+
+    def add(self, batch: WriteBatch) -> None:
+        b = self.batch
+        for name in ("articles", "passages", "vectors", "duplicate_of", "minhash", "sentences"):
+            getattr(b, name).extend(getattr(batch, name))
+        b.embedding = batch.embedding or b.embedding
+
+    def finish(self, sources: list[str], write: bool) -> None:
+        self.batch.sources = sources
+        if write:
+            self.backend.write(self.batch)
+
+    def abort(self) -> None:
+        self.batch = WriteBatch()
+
+
+def estimate_articles(paths: Sequence[Path]) -> int:
+    """About how many articles ``paths`` hold (JSONL lines, other files one each): for the ETA."""
+    from .ingest import SUPPORTED_EXTENSIONS
+
+    def count(f: Path) -> int:
+        if f.suffix.lower() != ".jsonl":
+            return 1
+        n = 0
+        try:
+            with open(f, "rb") as fh:
+                while chunk := fh.read(1 << 22):
+                    n += chunk.count(b"\n")
+        except OSError:
+            return 0
+        return max(n, 1)
+
+    total = 0
+    for p in paths:
+        if p.is_dir():
+            for dirpath, dirnames, files in os.walk(p):
+                dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+                total += sum(
+                    count(Path(dirpath, f))
+                    for f in files
+                    if not f.startswith(".") and Path(f).suffix.lower() in SUPPORTED_EXTENSIONS
+                )
+        elif p.is_file():
+            total += count(p)
+    return total
+
+
+def batches(items: Iterable[Article], size: int) -> Iterator[list[Article]]:
+    out: list[Article] = []
+    for a in items:
+        out.append(a)
+        if len(out) >= size:
+            yield out
+            out = []
+    if out:
+        yield out
+
+
+def run(
+    engine: Engine,
+    articles: Iterable[Article],
+    sink: Any,
+    report: WriteReport,
+    progress: Progress | None,
+    expected: int,
+    dups: Duplicates,
+    clock: Clock,
+) -> None:
+    """Stream ``articles`` through the stages into ``sink`` (see the module's docstring)."""
+    tagger = engine._tagger
+    if tagger is None:
+        from .enrich import tag as tagger
+    done_articles = 0
+    done_passages = 0
+    lock = threading.Lock()
+
+    def tick(n: int) -> None:
+        nonlocal done_passages
+        with lock:
+            done_passages += n
+            per = done_passages / max(done_articles, 1)
+            total = max(done_passages, int(per * max(expected, done_articles)))
+        if progress:
+            progress("encode", done_passages, total)
+
+    def write(fut: Future[Prepared]) -> None:
+        prep = fut.result()
+        batch = to_batch(prep)
+        dups.mark(batch, report)
+        report.passages += sum(len(p) for p in batch.passages)
+        sink.add(batch)
+
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="encode")
+    pending: Future[Prepared] | None = None
+    try:
+        for chunk in batches(articles, BATCH_ARTICLES):
+            prep = chunk_and_tag(chunk, tagger, clock)
+            done_articles += len(chunk)
+            if progress:
+                progress("ner", done_articles, max(expected, done_articles))
+            nxt = pool.submit(encode, engine.embedder, prep, clock, tick)
+            if pending is not None:
+                write(pending)
+            pending = nxt
+        if pending is not None:
+            write(pending)
+            pending = None
+    finally:
+        if pending is not None:
+            pending.cancel()
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def require_articles(reset: bool, wrote: int, paths: Sequence[Path], problems: list[str]) -> None:
+    """A rebuild from nothing would empty the index: refuse, keep what is there."""
+    if reset and not wrote:
+        why = problems[0] if problems else "give .txt, .md, .jsonl, .html or feed files"
+        raise IngestError(
+            f"no articles could be read from {', '.join(map(str, paths)) or 'the input'}: {why}"
+        )
