@@ -137,11 +137,53 @@ def make_corpus(data: Path, out: Path, n: int, seed: int = 17) -> dict[str, Any]
 
 # ----------------------------------------------------------------------------- build
 
+EMBEDDERS = r"""
+import zlib
+import numpy as np
+from search.embed import HashEmbedder
+
+
+class WordHashEmbedder:
+    # The hash embedder's idea (hashed words, signed) in numpy, 50x faster, so a 1M build
+    # measures the engine: HashEmbedder's character n-grams cost ~0.6 ms a text, an hour
+    # for the ~6M passages and sentences of a 1M-passage corpus.
+    model_id = "hash-words"
+    backend = "hash"
+    dim = 384
+
+    def _matrix(self, texts):
+        out = np.zeros((len(texts), self.dim), np.float32)
+        rows, cols, signs = [], [], []
+        for i, t in enumerate(texts):
+            for w in t.lower().split():
+                h = zlib.crc32(w.encode("utf-8", "surrogatepass"))
+                rows.append(i); cols.append(h % self.dim); signs.append(1.0 if h & 0x80000000 else -1.0)
+        np.add.at(out, (np.asarray(rows, np.int64), np.asarray(cols, np.int64)), np.asarray(signs, np.float32))
+        out[:, 0] += 1e-3
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+    def encode(self, texts, batch_size=64, progress=None):
+        out = self._matrix(list(texts))
+        if progress:
+            progress(len(texts))
+        return out
+
+    def encode_query(self, text):
+        return self._matrix([text])[0]
+
+    def info(self):
+        return {"model_id": self.model_id, "backend": self.backend, "dim": self.dim}
+
+
+def embedder(name):
+    return WordHashEmbedder() if name == "words" else HashEmbedder()
+"""
+
 BUILD = r"""
 import json, re, resource, sys, time
 sys.path.insert(0, sys.argv[1])
-from search.embed import HashEmbedder
 from search.engine import Engine
+exec(sys.argv[4])
 
 NAME = re.compile(r"\b[A-Z][a-z]+(?: [A-Z][a-z]+)*")
 
@@ -164,7 +206,7 @@ def progress(stage, done, n):
         print(f"[{time.strftime('%H:%M:%S')}] build {stage}: {done:,}/{n:,}, ETA {eta:,.0f} s, RSS {rss:,.0f} MB",
               file=sys.stderr, flush=True)
 t = time.perf_counter()
-with Engine.open(path, create=True, embedder=HashEmbedder(), tagger=tagger) as e:
+with Engine.open(path, create=True, embedder=embedder(sys.argv[5]), tagger=tagger) as e:
     rep = e.index([corpus], progress=progress)
     took = time.perf_counter() - t
     st = e.stats()
@@ -174,7 +216,7 @@ print(json.dumps({"build_s": took, "stages": rep.stages, "passages": rep.passage
 """
 
 
-def build(work: Path, corpus: Path, path: Path, code: Path, rebuild: bool) -> dict[str, Any]:
+def build(work: Path, corpus: Path, path: Path, code: Path, rebuild: bool, emb: str) -> dict[str, Any]:
     done = path.with_name(path.name + ".build.json")
     if path.exists() and done.exists() and not rebuild:
         out = json.loads(done.read_text())
@@ -187,7 +229,7 @@ def build(work: Path, corpus: Path, path: Path, code: Path, rebuild: bool) -> di
     log(f"building {path} from {corpus}")
     t0 = time.monotonic()
     r = subprocess.run(
-        [sys.executable, "-c", BUILD, str(code), str(path), str(corpus)],
+        [sys.executable, "-c", BUILD, str(code), str(path), str(corpus), EMBEDDERS, emb],
         stdout=subprocess.PIPE,
         text=True,
         env={**os.environ, "SEARCH_EMBEDDER": "hash", "HF_HUB_OFFLINE": "1"},
@@ -211,14 +253,14 @@ import json, resource, statistics, sys, time
 sys.path.insert(0, sys.argv[1])
 def rss():
     return int(open("/proc/self/statm").read().split()[1]) * 4096 / 2**20
-from search.embed import HashEmbedder
+exec(sys.argv[4])
 from search.engine import Engine
 from search.text import query_terms
 path, qfile = sys.argv[2], sys.argv[3]
 qs = json.load(open(qfile))
 base = rss()
 t0 = time.perf_counter()
-e = Engine.open(path, embedder=HashEmbedder())
+e = Engine.open(path, embedder=embedder(sys.argv[5]))
 snap = e._backend.reader()
 open_s = time.perf_counter() - t0
 res = {"open_s": open_s, "rss_before_open_mb": base, "rss_open_mb": rss(), "search": [], "ask": [], "bm25": [],
@@ -256,12 +298,12 @@ def questions(data: Path, n: int) -> list[str]:
     return titles[:n]
 
 
-def serve(work: Path, path: Path, code: Path, qs: list[str]) -> dict[str, Any]:
+def serve(work: Path, path: Path, code: Path, qs: list[str], emb: str) -> dict[str, Any]:
     qfile = work / "questions.json"
     qfile.write_text(json.dumps(qs))
     log(f"serving {path}: {len(qs)} questions in a fresh process")
     r = subprocess.run(
-        [sys.executable, "-c", SERVE, str(code), str(path), str(qfile)],
+        [sys.executable, "-c", SERVE, str(code), str(path), str(qfile), EMBEDDERS, emb],
         stdout=subprocess.PIPE,
         text=True,
         env={**os.environ, "HF_HUB_OFFLINE": "1"},
@@ -290,6 +332,12 @@ def main() -> None:
     ap.add_argument("--rebuild", action="store_true", help="build the index again even if one is cached")
     ap.add_argument("--label", default="", help="a name for this index and run (e.g. the branch)")
     ap.add_argument("--code", type=Path, default=ROOT, help="the checkout whose search package runs")
+    ap.add_argument(
+        "--embedder",
+        choices=("hash", "words"),
+        default="words",
+        help="hash: the tests' HashEmbedder; words: the same idea in numpy (the default: the build is the engine's)",
+    )
     args = ap.parse_args()
     what = set(args.what.split(","))
     args.work.mkdir(parents=True, exist_ok=True)
@@ -309,10 +357,10 @@ def main() -> None:
             log(f"writing {n:,} articles to {corpus}")
             res["corpus"] = make_corpus(args.data, corpus, n)
     if "build" in what:
-        res["build"] = build(args.work, corpus, index, args.code, args.rebuild)
+        res["build"] = build(args.work, corpus, index, args.code, args.rebuild, args.embedder)
         log(f"build: {json.dumps(res['build'])}")
     if "serve" in what:
-        res["serve"] = serve(args.work, index, args.code, questions(args.data, args.questions))
+        res["serve"] = serve(args.work, index, args.code, questions(args.data, args.questions), args.embedder)
         log(f"serve: {json.dumps(res['serve'])}")
     print(json.dumps(res))
 

@@ -387,39 +387,43 @@ def _runs(ordinals: np.ndarray) -> list[tuple[int, int]]:
 def merge_segments(
     gen_dir: Path,
     name: str,
-    members: list[tuple[Segment, np.ndarray]],
+    members: list[tuple[str, np.ndarray]],
+    open_segment: Callable[[str], Segment],
     progress: Callable[[int], None] | None = None,
 ) -> int:
     """Write segment ``name`` from the given articles (ordinals, ascending) of other segments,
     in that order: a streaming copy of bytes and array rows, never the whole segment in memory.
 
     Returns the row count. The vectors are copied row for row and the ANN index built
-    from the new file (:func:`search.vectors.write_ann`).
+    from the new file (:func:`search.vectors.write_ann`). Members are opened one at a
+    time (``open_segment``), so a merge of hundreds of segments holds one open.
     """
-    plan = [(seg, _runs(np.asarray(ords, dtype=np.int64))) for seg, ords in members]
+    runs_of = [_runs(np.asarray(ords, dtype=np.int64)) for _, ords in members]
 
     def total(col: int, seg: Segment, runs: list[tuple[int, int]]) -> int:
         return sum(int(seg.offsets[b, col] - seg.offsets[a, col]) for a, b in runs)
 
-    docs = sum(b - a for _, runs in plan for a, b in runs)
-    rows = sum(total(ROW, s, r) for s, r in plan)
-    n_sentvec = sum(total(SENT, s, r) for s, r in plan)
-    n_sents = sum(
-        int(s.sentoff[s.offsets[b, ROW]] - s.sentoff[s.offsets[a, ROW]]) for s, r in plan for a, b in r
-    )
-    n_ents = 0
+    docs = sum(b - a for runs in runs_of for a, b in runs)
+    rows = n_sentvec = n_sents = n_ents = 0
+    dim = sv_dim = mh_dim = -1
     vocab: dict[tuple[str, str], int] = {}
     remaps: list[np.ndarray] = []
-    for s, r in plan:
+    for (seg_name, _), r in zip(members, runs_of):
+        s = open_segment(seg_name)
+        rows += total(ROW, s, r)
+        n_sentvec += total(SENT, s, r)
+        n_sents += sum(int(s.sentoff[s.offsets[b, ROW]] - s.sentoff[s.offsets[a, ROW]]) for a, b in r)
         entoff, _, v = s.entities()
         n_ents += sum(int(entoff[s.offsets[b, ROW]] - entoff[s.offsets[a, ROW]]) for a, b in r)
-        remaps.append(np.asarray([vocab.setdefault(tuple(x), len(vocab)) for x in v], dtype=np.int32))  # type: ignore[arg-type]
-    first = members[0][0] if members else None
-    dim = first.vectors.shape[1] if first is not None else 0
-    sv_dim = first.sentvec.shape[1] if first is not None and first.sentvec.ndim == 2 else 0
-    mh_dim = first.minhash.shape[1] if first is not None and first.minhash.ndim == 2 else 0
-    if any(s.minhash.shape[1:] != (mh_dim,) for s, _ in plan):
-        mh_dim = 0  # some member has no signatures: the merged segment has none
+        remaps.append(np.asarray([vocab.setdefault((g, n), len(vocab)) for g, n in v], dtype=np.int32))
+        if dim < 0:
+            dim = s.vectors.shape[1]
+            sv_dim = s.sentvec.shape[1] if s.sentvec.ndim == 2 else 0
+            mh_dim = s.minhash.shape[1] if s.minhash.ndim == 2 else 0
+        if s.minhash.shape[1:] != (mh_dim,):
+            mh_dim = 0  # some member has no signatures: the merged segment has none
+        del s
+    dim, sv_dim, mh_dim = max(dim, 0), max(sv_dim, 0), max(mh_dim, 0)
     base = gen_dir / name
     outs = {
         "vec": _Npy(gen_dir / f"{name}.npy", np.float32, (rows, dim)),
@@ -439,7 +443,8 @@ def merge_segments(
             n_s = n_e = 0
             outs["sentoff"].write(np.zeros(1, np.int64))
             outs["entoff"].write(np.zeros(1, np.int64))
-            for (seg, runs), remap in zip(plan, remaps):
+            for (seg_name, _), runs, remap in zip(members, runs_of, remaps):
+                seg = open_segment(seg_name)
                 entoff, ents, _ = seg.entities()
                 for a, b in runs:
                     off = np.asarray(seg.offsets[a : b + 1], dtype=np.int64)

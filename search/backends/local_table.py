@@ -28,6 +28,7 @@ import math
 import mmap
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -204,6 +205,23 @@ def write_empty(gen_dir: Path) -> None:
     TableBuilder(None).write(gen_dir, [])
 
 
+@dataclass(slots=True)
+class _Row:
+    """One row a write adds (slots: a million-document build keeps one per document)."""
+
+    id: str
+    seg: str
+    ord: int
+    row: int
+    n: int
+    ts: float
+    dup: str
+    source: str
+    meta: dict[str, Any] | None
+    seq: int
+    live: bool
+
+
 class TableBuilder:
     """The write side: an old table's rows (or none), rows removed and added, written sorted by id."""
 
@@ -214,7 +232,7 @@ class TableBuilder:
         self.next_seq = old.next_seq if old is not None else 0
         self.seg_names: list[str] = list(old.segments) if old is not None else []
         self._seg_code = {s: i for i, s in enumerate(self.seg_names)}
-        self.new: list[dict[str, Any]] = []  # rows added by this write
+        self.new: list[_Row] = []  # rows added by this write
         self.new_pos: dict[str, int] = {}  # id -> index in self.new, live ones only
         self.sealed = False
 
@@ -224,7 +242,7 @@ class TableBuilder:
         j = self.new_pos.get(doc_id)
         if j is not None:
             r = self.new[j]
-            return r["seg"], r["ord"], -1 - j
+            return r.seg, r.ord, -1 - j
         if self.old is not None:
             i = self.old.find(doc_id)
             if i >= 0 and self.old_live[i]:
@@ -235,14 +253,14 @@ class TableBuilder:
     def passages(self, doc_id: str) -> int:
         j = self.new_pos.get(doc_id)
         if j is not None:
-            return int(self.new[j]["n"])
+            return int(self.new[j].n)
         assert self.old is not None
         return int(self.old.loc[self.old.find(doc_id), NPASS])
 
     def remove(self, doc_id: str) -> bool:
         j = self.new_pos.pop(doc_id, None)
         if j is not None:
-            self.new[j]["live"] = False
+            self.new[j].live = False
             return True
         if self.old is not None:
             i = self.old.find(doc_id)
@@ -273,19 +291,19 @@ class TableBuilder:
             self.seg_names.append(segment)
         self.new_pos[doc_id] = len(self.new)
         self.new.append(
-            {
-                "id": doc_id,
-                "seg": segment,
-                "ord": ordinal,
-                "row": row,
-                "n": passages,
-                "ts": math.nan if published_ts is None else float(published_ts),
-                "dup": duplicate_of or "",
-                "source": source,
-                "meta": metadata,
-                "seq": self.next_seq,
-                "live": True,
-            }
+            _Row(
+                id=doc_id,
+                seg=segment,
+                ord=ordinal,
+                row=row,
+                n=passages,
+                ts=math.nan if published_ts is None else float(published_ts),
+                dup=duplicate_of or "",
+                source=source,
+                meta=metadata or None,
+                seq=self.next_seq,
+                live=True,
+            )
         )
         self.next_seq += 1
 
@@ -293,19 +311,19 @@ class TableBuilder:
     def seal(self) -> None:
         """Gather the live rows (old kept, then new) into arrays; no more adds or removes."""
         old, keep = self.old, self.old_live
-        new = [r for r in self.new if r["live"]]
+        new = [r for r in self.new if r.live]
         ids = [b for b, k in zip(old.ids.all_raw(), keep.tolist()) if k] if old is not None else []
-        ids += [r["id"].encode("utf-8", "surrogatepass") for r in new]
+        ids += [r.id.encode("utf-8", "surrogatepass") for r in new]
         dup = [b for b, k in zip(old.dup.all_raw(), keep.tolist()) if k] if old is not None else []
-        dup += [r["dup"].encode("utf-8", "surrogatepass") for r in new]
+        dup += [r.dup.encode("utf-8", "surrogatepass") for r in new]
         loc_old = np.asarray(old.loc, dtype=np.int64)[keep] if old is not None else np.zeros((0, 5), np.int64)
         loc_new = np.array(
-            [[self._seg_code[r["seg"]], r["ord"], r["row"], r["n"], r["seq"]] for r in new], dtype=np.int64
+            [[self._seg_code[r.seg], r.ord, r.row, r.n, r.seq] for r in new], dtype=np.int64
         ).reshape(-1, 5)
         ts_old = np.asarray(old.ts, dtype=np.float64)[keep] if old is not None else np.zeros(0)
         self.ids, self.dups = ids, dup
         self.loc = np.concatenate([loc_old, loc_new])
-        self.ts = np.concatenate([ts_old, np.array([r["ts"] for r in new], dtype=np.float64)])
+        self.ts = np.concatenate([ts_old, np.array([r.ts for r in new], dtype=np.float64)])
         n_kept = len(loc_old)
         # (field, kind) -> values in the sealed row order
         cols: dict[tuple[str, str], Any] = {}
@@ -325,10 +343,10 @@ class TableBuilder:
                     cols[key] = (key[1], np.asarray(raw)[keep])
         values: dict[tuple[str, str], list[tuple[int, Any]]] = {}
         for j, r in enumerate(new):
-            values.setdefault(("source", "text"), []).append((j, r["source"] or None))
-            m = month(None if math.isnan(r["ts"]) else r["ts"])
+            values.setdefault(("source", "text"), []).append((j, r.source or None))
+            m = month(None if math.isnan(r.ts) else r.ts)
             values.setdefault((MONTH, "text"), []).append((j, m))
-            for k, v in (r["meta"] or {}).items():
+            for k, v in (r.meta or {}).items():
                 kind = value_kind(v)
                 if kind is not None and k not in BUILTIN:
                     values.setdefault((k, kind), []).append((j, v))

@@ -78,6 +78,7 @@ class GenerationWriter:
         self._lex: tuple[lx.LexicalWriter, lx.LexicalWriter] | None = None
         self._uncommitted: set[str] = set()  # ids added to whoosh since its last commit
         self.written: list[str] = []  # segments this write added
+        self._opened: dict[str, Segment] = {}  # a few segments not in the process's cache
         self.embedding: dict[str, Any] = {}
         self.added_at = now_iso()
         self.done = False
@@ -99,9 +100,13 @@ class GenerationWriter:
         self._uncommitted.clear()
 
     def segment(self, name: str) -> Segment:
-        seg = self.cache.get(name)
+        """A segment of this generation: the process's open one, or opened now (not kept:
+        a bulk write's hundreds of batch segments are merged away)."""
+        seg = self.cache.get(name) or self._opened.get(name)
         if seg is None:
-            seg = self.cache[name] = Segment(self.tmp, name)
+            seg = self._opened[name] = Segment(self.tmp, name)
+            while len(self._opened) > 4:
+                self._opened.pop(next(iter(self._opened)))
         return seg
 
     # -- changes ---------------------------------------------------------------------
@@ -258,10 +263,11 @@ class GenerationWriter:
         new = f"seg-{self.manifest['next_segment']:06d}"
         self.manifest["next_segment"] += 1
         members = self.table.members(names)
-        rows = merge_segments(self.tmp, new, [(self.segment(n), ords) for n, ords in zip(names, members)])
+        rows = merge_segments(self.tmp, new, list(zip(names, members)), self.segment)
         self.table.relocate(names, new)
         for n in names:
             self.segments.pop(n, None)
+            self._opened.pop(n, None)
             remove_segment(self.tmp, n)
         self.segments[new] = {"name": new, "rows": rows}
         return new
