@@ -47,6 +47,7 @@ class RowSpace:
         self._lex: tuple[np.ndarray, np.ndarray] | None = None
         self._doclex: np.ndarray | None = None
         self._positions: dict[str, int] | None = None
+        self._ents: tuple[dict[str, np.ndarray], list[tuple[str, str]], np.ndarray, np.ndarray] | None = None
         self._masks: OrderedDict[tuple[Any, ...], np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -149,8 +150,8 @@ class RowSpace:
         per_doc = np.bincount(docs, minlength=self.n_docs) if len(docs) else np.zeros(self.n_docs, np.int64)
         for name in FACET_FIELDS:
             out.fields[name] = self._field_counts(name, per_doc)
-        people: Counter[str] = Counter()
-        teams: Counter[str] = Counter()
+        gids, keys, people, rank = self._entity_space()
+        total = np.zeros(len(keys), dtype=np.int64)
         if len(docs):
             segs = self.doc_seg[docs]
             rows = self.doc_start[docs] + pns
@@ -158,20 +159,37 @@ class RowSpace:
                 sel = rows[segs == s]
                 if not len(sel):
                     continue
-                entoff, codes, vocab = self.snap.segments[name].entities()
+                entoff, codes, _ = self.snap.segments[name].entities()
                 # The codes of the selected rows' entities: CSR ranges gathered at once.
-                lo, hi = np.asarray(entoff[sel]), np.asarray(entoff[sel + 1])
+                lo, hi = entoff[sel], entoff[sel + 1]
                 n = hi - lo
                 if not n.sum():
                     continue
                 idx = np.repeat(lo - (np.cumsum(n) - n), n) + np.arange(int(n.sum()))
-                counts = np.bincount(np.asarray(codes)[idx], minlength=len(vocab))
-                for code in np.flatnonzero(counts).tolist():
-                    group, text = vocab[code]
-                    (people if group == "people" else teams)[text] += int(counts[code])
-        out.fields["people"] = _top(people, top)
-        out.fields["teams"] = _top(teams, top)
+                total += np.bincount(gids[name][codes[idx]], minlength=len(keys))
+        for field, group in (("people", True), ("teams", False)):
+            cand = np.flatnonzero((total > 0) & (people == group))
+            best = cand[np.lexsort((rank[cand], -total[cand]))][:top]  # most named, then by name
+            out.fields[field] = [(keys[i][1], int(total[i])) for i in best.tolist()]
         return out
+
+    def _entity_space(self) -> tuple[dict[str, np.ndarray], list[tuple[str, str]], np.ndarray, np.ndarray]:
+        """Once per generation: every segment's entity codes mapped onto one vocabulary of
+        (group, name), whether each is a person, and each name's rank in name order."""
+        if self._ents is None:
+            index: dict[tuple[str, str], int] = {}
+            gids: dict[str, np.ndarray] = {}
+            for name in self.seg_names:
+                vocab = self.snap.segments[name].entities()[2]
+                gids[name] = np.fromiter(
+                    (index.setdefault(v, len(index)) for v in vocab), np.int64, len(vocab)
+                )
+            keys = list(index)
+            people = np.fromiter((g == "people" for g, _ in keys), bool, len(keys))
+            rank = np.empty(len(keys), dtype=np.int64)
+            rank[sorted(range(len(keys)), key=lambda i: keys[i][1])] = np.arange(len(keys))
+            self._ents = (gids, keys, people, rank)
+        return self._ents
 
     def _field_counts(self, name: str, per_doc: np.ndarray) -> list[tuple[str, int]]:
         if name == "month":  # stored at write time: a code per document, -1 undated

@@ -37,7 +37,7 @@ import numpy as np
 from ..dates import month
 from ..filters import BUILTIN, Columns, value_kind
 from ..vectors import save_npy
-from .local_store import _LRU
+from .local_store import _LRU, mapped
 
 TABLE = "table.json"
 SEG, ORD, ROW, NPASS, SEQ = range(5)
@@ -63,7 +63,7 @@ class Strings:
 
     @classmethod
     def load(cls, base: Path) -> Strings:
-        offsets = np.load(f"{base}.npy", mmap_mode="r", allow_pickle=False)
+        offsets = mapped(f"{base}.npy")
         with open(f"{base}.bin", "rb") as f:
             size = os.fstat(f.fileno()).st_size
             blob: bytes | mmap.mmap = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
@@ -110,8 +110,8 @@ class Table:
         self.spec: dict[tuple[str, str], int] = {(c[0], c[1]): c[2] for c in head["columns"]}
         self.ids = Strings.load(gen_dir / "table.ids")
         self.dup = Strings.load(gen_dir / "table.dup")
-        self.loc = np.load(gen_dir / "table.loc.npy", mmap_mode="r", allow_pickle=False).reshape(-1, 5)
-        self.ts = np.load(gen_dir / "table.ts.npy", mmap_mode="r", allow_pickle=False)
+        self.loc = mapped(gen_dir / "table.loc.npy").reshape(-1, 5)
+        self.ts = mapped(gen_dir / "table.ts.npy")
         self._find = _LRU(FIND_CACHE)
         self._cols: dict[tuple[str, str], Any] = {}
         # Every column file is mapped now (vocabularies read as bytes, parsed when used):
@@ -121,8 +121,8 @@ class Table:
             base = gen_dir / f"table.c{i}"
             strings = key[1] == "strings"
             self._files[key] = (
-                np.load(f"{base}.npy", mmap_mode="r", allow_pickle=False),
-                np.load(f"{base}.docs.npy", mmap_mode="r", allow_pickle=False) if strings else None,
+                mapped(f"{base}.npy"),
+                mapped(f"{base}.docs.npy") if strings else None,
                 Path(f"{base}.json").read_bytes() if key[1] in ("text", "strings") else b"",
             )
 
