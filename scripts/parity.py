@@ -46,7 +46,8 @@ def copy_to_milvus(local: Engine, uri: Path, ids: list[str] | None) -> Engine:
         for rec in docs[i : i + 200]:
             seg_name, start, n = snap.loc(rec.id)  # type: ignore[misc]
             seg = snap.segments[seg_name]
-            art = seg.articles[seg.by_id[rec.id]]
+            art = snap.article(rec.id)
+            assert art is not None
             batch.articles.append(art)
             batch.passages.append(local.passages_of(rec.id))
             batch.vectors.append(seg.vectors[start : start + n])
@@ -102,7 +103,9 @@ def main() -> None:
             for rec in [d for d in snap.all_docs() if d.id in ids]:
                 seg_name, start, n = snap.loc(rec.id)  # type: ignore[misc]
                 seg = snap.segments[seg_name]
-                batch.articles.append(seg.articles[seg.by_id[rec.id]])
+                art = snap.article(rec.id)
+                assert art is not None
+                batch.articles.append(art)
                 batch.passages.append(local.passages_of(rec.id))
                 batch.vectors.append(seg.vectors[start : start + n])
                 batch.sentences.append(

@@ -45,7 +45,7 @@ class BandIndex:
         self._sigs = np.zeros((0, NUM_PERM), dtype=np.uint32)
         self._n = 0
         self._runs: list[tuple[np.ndarray, np.ndarray]] = []  # (keys [BANDS, m] sorted per band, slots)
-        self._held = np.zeros(0, dtype=np.int64)  # slots not in a run yet
+        self._held = np.zeros(0, dtype=np.int32)  # slots not in a run yet
 
     def _append(self, ids: Sequence[str], sigs: np.ndarray, groups: Sequence[str]) -> int:
         first = self._n
@@ -64,12 +64,12 @@ class BandIndex:
         """Stories already indexed (their groups known): compared with new ones, never checked."""
         if len(ids):
             first = self._append(ids, np.asarray(sigs, dtype=np.uint32).reshape(len(ids), NUM_PERM), groups)
-            self._held = np.concatenate([self._held, np.arange(first, self._n, dtype=np.int64)])
+            self._held = np.concatenate([self._held, np.arange(first, self._n, dtype=np.int32)])
 
     def _index_held(self) -> None:
         if len(self._held):
             self._add_run(self._held)
-            self._held = np.zeros(0, dtype=np.int64)
+            self._held = np.zeros(0, dtype=np.int32)
 
     def _add_run(self, slots: np.ndarray) -> None:
         keys = band_keys(self._sigs[slots]).T  # [BANDS, m]
@@ -93,7 +93,7 @@ class BandIndex:
                 hi = np.searchsorted(col, keys[:, band], side="right")
                 for i in np.flatnonzero(hi > lo).tolist():
                     found[i].append(run_slots[band, lo[i] : hi[i]])
-        return [np.concatenate(f) if f else np.zeros(0, np.int64) for f in found]
+        return [np.concatenate(f).astype(np.int64) if f else np.zeros(0, np.int64) for f in found]
 
     def assign(self, ids: Sequence[str], sigs: np.ndarray) -> list[tuple[str | None, float]]:
         """For each new story in order: (the group of the story it copies, or None; similarity).
@@ -135,5 +135,5 @@ class BandIndex:
                 band.setdefault(k, []).append(i)
             out.append((group, best))
         if len(ids):
-            self._add_run(np.arange(first_new, first_new + len(ids), dtype=np.int64))
+            self._add_run(np.arange(first_new, first_new + len(ids), dtype=np.int32))
         return out

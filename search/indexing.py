@@ -39,6 +39,10 @@ if TYPE_CHECKING:
 #: Articles per batch: big enough that the encoder's batches stay full and a segment is
 #: worth writing (~2,300 passages of BBC Sport), small enough that memory stays flat.
 BATCH_ARTICLES = 512
+#: A small corpus is cut into about this many batches (of at least ``MIN_BATCH_ARTICLES``):
+#: the encoder then hides all but the last batch's whoosh work and the first batch's chunking.
+PIPELINE_BATCHES = 16
+MIN_BATCH_ARTICLES = 32
 
 Progress = Callable[[str, int, int], None]
 
@@ -285,7 +289,8 @@ def run(
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="encode")
     pending: Future[Prepared] | None = None
     try:
-        for chunk in batches(articles, BATCH_ARTICLES):
+        size = min(BATCH_ARTICLES, max(MIN_BATCH_ARTICLES, expected // PIPELINE_BATCHES))
+        for chunk in batches(articles, size):
             prep = chunk_and_tag(chunk, tagger, clock)
             done_articles += len(chunk)
             if progress:

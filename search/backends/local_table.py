@@ -27,6 +27,7 @@ import json
 import math
 import mmap
 import os
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +44,7 @@ TABLE = "table.json"
 SEG, ORD, ROW, NPASS, SEQ = range(5)
 MONTH = "\x00month"  # the publication month facet (not a field: a metadata "month" may exist)
 FIND_CACHE = 8192  # id -> row lookups kept (each a binary search over the id column)
+INTERN_CHARS = 64  # text values up to this long are interned while a write collects them
 
 
 def _write_json(path: Path, obj: Any) -> None:
@@ -216,8 +218,6 @@ class _Row:
     n: int
     ts: float
     dup: str
-    source: str
-    meta: dict[str, Any] | None
     seq: int
     live: bool
 
@@ -234,6 +234,7 @@ class TableBuilder:
         self._seg_code = {s: i for i, s in enumerate(self.seg_names)}
         self.new: list[_Row] = []  # rows added by this write
         self.new_pos: dict[str, int] = {}  # id -> index in self.new, live ones only
+        self._values: dict[tuple[str, str], list[tuple[int, Any]]] = {}  # (field, kind) -> (index in new, value)
         self.sealed = False
 
     # -- rows ------------------------------------------------------------------------
@@ -289,7 +290,17 @@ class TableBuilder:
         if segment not in self._seg_code:
             self._seg_code[segment] = len(self.seg_names)
             self.seg_names.append(segment)
-        self.new_pos[doc_id] = len(self.new)
+        j = len(self.new)
+        self.new_pos[doc_id] = j
+        # Column values now (text interned: a million documents share a few categories).
+        self._values.setdefault(("source", "text"), []).append((j, sys.intern(source) if source else None))
+        mon = month(published_ts)
+        self._values.setdefault((MONTH, "text"), []).append((j, sys.intern(mon) if mon else None))
+        for k, v in (metadata or {}).items():
+            kind = value_kind(v)
+            if kind is not None and k not in BUILTIN:
+                v = sys.intern(v) if isinstance(v, str) and len(v) <= INTERN_CHARS else v
+                self._values.setdefault((k, kind), []).append((j, v))
         self.new.append(
             _Row(
                 id=doc_id,
@@ -299,8 +310,6 @@ class TableBuilder:
                 n=passages,
                 ts=math.nan if published_ts is None else float(published_ts),
                 dup=duplicate_of or "",
-                source=source,
-                meta=metadata or None,
                 seq=self.next_seq,
                 live=True,
             )
@@ -341,15 +350,12 @@ class TableBuilder:
                     cols[key] = ("strings", renum[docs[ok]], np.asarray(codes)[ok], list(vocab))
                 else:
                     cols[key] = (key[1], np.asarray(raw)[keep])
-        values: dict[tuple[str, str], list[tuple[int, Any]]] = {}
-        for j, r in enumerate(new):
-            values.setdefault(("source", "text"), []).append((j, r.source or None))
-            m = month(None if math.isnan(r.ts) else r.ts)
-            values.setdefault((MONTH, "text"), []).append((j, m))
-            for k, v in (r.meta or {}).items():
-                kind = value_kind(v)
-                if kind is not None and k not in BUILTIN:
-                    values.setdefault((k, kind), []).append((j, v))
+        # the added rows' values, renumbered over the live ones
+        live_at = np.cumsum([r.live for r in self.new]) - 1 if self.new else np.zeros(0, np.int64)
+        alive = [r.live for r in self.new]
+        values = {
+            key: [(int(live_at[j]), v) for j, v in vals if alive[j]] for key, vals in self._values.items()
+        }
         n_new = len(new)
         for key, vals in values.items():
             kind = key[1]
