@@ -58,7 +58,7 @@ from .local_gen import (  # re-exported: the engine and scripts import them from
     writer_lock,
 )
 from .local_rows import RowSpace
-from .local_store import SEGMENT_SUFFIXES, Segment
+from .local_store import _LRU, SEGMENT_SUFFIXES, Segment
 from .local_table import NPASS, ORD, ROW, SEG, Table
 from .local_write import GenerationWriter
 
@@ -147,7 +147,7 @@ class Snapshot:
         self.doc_lexical = lx.LexicalIndex(self.dir / "lexical", k1=k1, b=b, indexname=lx.DOCS)
         self._lex_lock = threading.Lock()
         self._rowspace: RowSpace | None = None
-        self._recs: dict[int, DocRecord] = {}
+        self._recs = _LRU(DOC_CACHE)
 
     @property
     def rows(self) -> RowSpace:
@@ -293,10 +293,8 @@ class Snapshot:
                 published_ts=None if np.isnan(ts) else ts,
                 metadata=dict(r.get("metadata") or {}),
             )
-            if len(self._recs) >= DOC_CACHE:
-                self._recs.pop(next(iter(self._recs)))
-            self._recs[i] = rec
-        return rec
+            self._recs.put(i, rec)
+        return rec  # type: ignore[no-any-return]
 
     def doc(self, doc_id: str) -> DocRecord | None:
         i = self.table.find(doc_id)

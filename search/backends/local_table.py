@@ -234,7 +234,9 @@ class TableBuilder:
         self._seg_code = {s: i for i, s in enumerate(self.seg_names)}
         self.new: list[_Row] = []  # rows added by this write
         self.new_pos: dict[str, int] = {}  # id -> index in self.new, live ones only
-        self._values: dict[tuple[str, str], list[tuple[int, Any]]] = {}  # (field, kind) -> (index in new, value)
+        self._values: dict[
+            tuple[str, str], list[tuple[int, Any]]
+        ] = {}  # (field, kind) -> (index in new, value)
         self.sealed = False
 
     # -- rows ------------------------------------------------------------------------
