@@ -282,6 +282,115 @@ print(json.dumps(res))
 """
 
 
+STORE = r"""
+import json, os, resource, sys, time
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from pathlib import Path
+from search.backends.local_store import Segment, merge_segments, write_segment
+from search.backends.local_table import Table, TableBuilder
+from search.types import Article
+corpus, out, n = sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])
+def rss():
+    return int(open("/proc/self/statm").read().split()[1]) * 4096 / 2**20
+out.mkdir(parents=True, exist_ok=True)
+rng = np.random.default_rng(0)
+tb = TableBuilder(None)
+names, t0, arts = [], time.perf_counter(), []
+def flush():
+    name = f"seg-{len(names):06d}"
+    spans = [[(m, m + len(p)) for p, m in zip(a.text.split("\n\n"), np.cumsum([0] + [len(p) + 2 for p in a.text.split("\n\n")])[:-1].tolist())] for a in arts]
+    vec = rng.standard_normal((sum(map(len, spans)), 384)).astype(np.float32)
+    write_segment(out, name, arts, spans, [[[] for _ in ps] for ps in spans], vec, np.zeros((len(arts), 0), np.uint32),
+                  [{"added": "x", "duplicate_of": None} for _ in arts], frozenset())
+    row = 0
+    for i, (a, ps) in enumerate(zip(arts, spans)):
+        tb.add(a.id, name, i, row, len(ps), a.published_ts, None, a.source, dict(a.metadata)); row += len(ps)
+    names.append(name); arts.clear()
+with open(corpus, encoding="utf-8") as f:
+    for k, line in enumerate(f):
+        if k >= n:
+            break
+        r = json.loads(line)
+        arts.append(Article(id=r["id"], title=r["title"], text=r["text"], source=r["source"], published=r["published"],
+                            metadata={"category": r["category"]}))
+        if len(arts) == 4096:
+            flush()
+if arts:
+    flush()
+write_s = time.perf_counter() - t0
+tb.seal()
+t = time.perf_counter()
+rows = merge_segments(out, "seg-merged", list(zip(names, tb.members(names))), lambda nm: Segment(out, nm))
+tb.relocate(names, "seg-merged")
+merge_s = time.perf_counter() - t
+for nm in names:
+    for p in out.glob(nm + ".*"):
+        p.unlink()
+t = time.perf_counter(); docs = tb.write(out, ["seg-merged"]); table_s = time.perf_counter() - t
+build_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"docs": docs, "rows": rows, "write_s": write_s, "merge_s": merge_s, "table_write_s": table_s,
+                  "build_peak_rss_mb": build_peak}))
+"""
+
+STORE_OPEN = r"""
+import json, random, sys, time
+sys.path.insert(0, sys.argv[1])
+from pathlib import Path
+def rss():
+    return int(open("/proc/self/statm").read().split()[1]) * 4096 / 2**20
+from search.backends.local_store import Segment
+from search.backends.local_table import Table, ORD
+out = Path(sys.argv[2])
+base = rss()
+t = time.perf_counter()
+table = Table(out); seg = Segment(out, "seg-merged")
+open_s = time.perf_counter() - t
+opened = rss()
+ids = [table.id(i) for i in random.Random(1).sample(range(table.n), 2000)]
+t = time.perf_counter()
+for d in ids:
+    i = table.find(d); seg.text(int(table.loc[i, ORD])); seg.record(int(table.loc[i, ORD]))
+look_ms = (time.perf_counter() - t) / len(ids) * 1000
+t = time.perf_counter()
+for d in ids[:500]:
+    seg.article(int(table.loc[table.find(d), ORD]))
+art_ms = (time.perf_counter() - t) / 500 * 1000
+print(json.dumps({"open_s": open_s, "rss_open_delta_mb": opened - base, "lookup_text_record_ms": look_ms,
+                  "article_ms": art_ms, "rss_after_mb_delta": rss() - base, "docs": table.n, "rows": seg.rows}))
+"""
+
+
+def store_only(work: Path, corpus: Path, n: int, code: Path) -> dict[str, Any]:
+    """The store alone at scale (segments and the table, no whoosh, no ANN): build, then open."""
+    out = work / f"store-{n}"
+    if not (out / "table.json").exists():
+        import shutil
+
+        shutil.rmtree(out, ignore_errors=True)
+        log(f"writing the store alone for {n:,} articles to {out}")
+        r = subprocess.run(
+            [sys.executable, "-c", STORE, str(code), str(corpus), str(out), str(n)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        if r.returncode:
+            raise SystemExit("the store build failed")
+        built = json.loads(r.stdout.strip().splitlines()[-1])
+        (out / "build.json").write_text(json.dumps(built))
+    built = json.loads((out / "build.json").read_text())
+    r = subprocess.run(
+        [sys.executable, "-c", STORE_OPEN, str(code), str(out)], stdout=subprocess.PIPE, text=True
+    )
+    if r.returncode:
+        raise SystemExit("opening the store failed")
+    return {
+        "build": built,
+        "open": json.loads(r.stdout.strip().splitlines()[-1]),
+        "loadavg": open("/proc/loadavg").read().split()[:3],
+    }
+
+
 def pct(xs: list[float], p: float) -> float:
     xs = sorted(xs)
     if not xs:
@@ -356,6 +465,9 @@ def main() -> None:
         else:
             log(f"writing {n:,} articles to {corpus}")
             res["corpus"] = make_corpus(args.data, corpus, n)
+    if "store" in what:
+        res["store"] = store_only(args.work, corpus, n, args.code)
+        log(f"store: {json.dumps(res['store'])}")
     if "build" in what:
         res["build"] = build(args.work, corpus, index, args.code, args.rebuild, args.embedder)
         log(f"build: {json.dumps(res['build'])}")
