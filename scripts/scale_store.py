@@ -291,6 +291,9 @@ from search.backends.local_store import Segment, merge_segments, write_segment
 from search.backends.local_table import Table, TableBuilder
 from search.types import Article
 corpus, out, n = sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])
+if sys.argv[5] == "no-ann":  # the store's own peak, without the ANN build (search.vectors)
+    import search.backends.local_store as ls
+    ls.write_ann = lambda *a, **k: None
 def rss():
     return int(open("/proc/self/statm").read().split()[1]) * 4096 / 2**20
 out.mkdir(parents=True, exist_ok=True)
@@ -319,6 +322,7 @@ with open(corpus, encoding="utf-8") as f:
 if arts:
     flush()
 write_s = time.perf_counter() - t0
+write_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 tb.seal()
 t = time.perf_counter()
 rows = merge_segments(out, "seg-merged", list(zip(names, tb.members(names))), lambda nm: Segment(out, nm))
@@ -330,7 +334,7 @@ for nm in names:
 t = time.perf_counter(); docs = tb.write(out, ["seg-merged"]); table_s = time.perf_counter() - t
 build_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps({"docs": docs, "rows": rows, "write_s": write_s, "merge_s": merge_s, "table_write_s": table_s,
-                  "build_peak_rss_mb": build_peak}))
+                  "write_peak_rss_mb": write_peak, "build_peak_rss_mb": build_peak, "ann": sys.argv[5]}))
 """
 
 STORE_OPEN = r"""
@@ -361,16 +365,26 @@ print(json.dumps({"open_s": open_s, "rss_open_delta_mb": opened - base, "lookup_
 """
 
 
-def store_only(work: Path, corpus: Path, n: int, code: Path) -> dict[str, Any]:
-    """The store alone at scale (segments and the table, no whoosh, no ANN): build, then open."""
-    out = work / f"store-{n}"
+def store_only(work: Path, corpus: Path, n: int, code: Path, ann: bool = True) -> dict[str, Any]:
+    """The store alone at scale (segments and the table, no whoosh; the ANN file unless
+    ``ann`` is off): build, then open."""
+    out = work / (f"store-{n}" if ann else f"store-{n}-no-ann")
     if not (out / "table.json").exists():
         import shutil
 
         shutil.rmtree(out, ignore_errors=True)
         log(f"writing the store alone for {n:,} articles to {out}")
         r = subprocess.run(
-            [sys.executable, "-c", STORE, str(code), str(corpus), str(out), str(n)],
+            [
+                sys.executable,
+                "-c",
+                STORE,
+                str(code),
+                str(corpus),
+                str(out),
+                str(n),
+                "ann" if ann else "no-ann",
+            ],
             stdout=subprocess.PIPE,
             text=True,
         )
@@ -465,8 +479,8 @@ def main() -> None:
         else:
             log(f"writing {n:,} articles to {corpus}")
             res["corpus"] = make_corpus(args.data, corpus, n)
-    if "store" in what:
-        res["store"] = store_only(args.work, corpus, n, args.code)
+    if "store" in what or "store-no-ann" in what:
+        res["store"] = store_only(args.work, corpus, n, args.code, ann="store-no-ann" not in what)
         log(f"store: {json.dumps(res['store'])}")
     if "build" in what:
         res["build"] = build(args.work, corpus, index, args.code, args.rebuild, args.embedder)
