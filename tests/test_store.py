@@ -132,15 +132,32 @@ def test_what_a_segment_keeps_decoded_is_bounded(
             assert len(seg._texts._d) <= 4 and len(seg._articles._d) <= 3
 
 
+class ThreadedHash(HashEmbedder):
+    """The hash embedder, declared as a model that releases the GIL: encodes on the thread."""
+
+    backend = "threaded-test"
+
+
+@pytest.mark.parametrize("embedder", [HashEmbedder, ThreadedHash])
 def test_a_build_in_many_batches_is_one_segment_and_the_same_index(
-    tmp_path: Path, corpus: list[Article], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, corpus: list[Article], monkeypatch: pytest.MonkeyPatch, embedder: type
 ) -> None:
     with open_engine(tmp_path / "one") as e:
         e.add(corpus, reset=True)
         want = {q: [(h.passage.id, round(h.score, 6)) for h in e.search(q, k=8)] for q in WORDS[:8]}
         want_facets = e.facets("penalty").to_dict()
     monkeypatch.setattr(indexing, "BATCH_ARTICLES", 7)
-    with open_engine(tmp_path / "many") as e:
+    threads: set[str] = set()
+    encode = indexing.encode
+
+    def spy(*args: object) -> object:
+        import threading
+
+        threads.add(threading.current_thread().name)
+        return encode(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(indexing, "encode", spy)
+    with Engine.open(tmp_path / "many", create=True, embedder=embedder(), tagger=tagger) as e:
         rep = e.add(corpus, reset=True)
         assert rep.added == [a.id for a in corpus]
         snap = e._backend.reader()
@@ -149,6 +166,7 @@ def test_a_build_in_many_batches_is_one_segment_and_the_same_index(
         assert got == want
         assert e.facets("penalty").to_dict() == want_facets
         assert set(rep.stages) >= {"encode", "ner", "rest"} and rep.stages["rest"] >= 0
+    assert all(t.startswith("encode") for t in threads) == (embedder is ThreadedHash)
 
 
 def test_the_last_version_of_an_id_wins_across_batches(
