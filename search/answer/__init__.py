@@ -148,34 +148,68 @@ def build_answer(question: str, hits: Sequence[Hit], engine: Any, qvec: Any = No
     else:
         block.sentences = [_cite(best or chosen[0].sent)]
     if d.q.single:
-        block.conflicts = _conflicts(d.q.atype, top, d.clusters[1:], same_event(top, d.sents, d.idf))
+        block.conflicts = _conflicts(d.q, top, d.clusters[1:], same_event(top, d.sents, d.idf))
     return block
 
 
-def _conflicts(atype: str, top: Cluster, others: list[Cluster], same: Any) -> list[Conflict]:
-    """Articles whose own answer differs: each article answers with its best candidate of a
-    value plainly of the asked kind, in a sentence that (with the text around it) names
-    the question's focus.
-    An article that states the winning value anywhere is not in conflict, nor one whose
-    answer is far weaker than a typical winning article's (a stray number beside the question's
-    words), hedged ("at least one"), or about another event than the winning sentences
-    (the ages of two different players, a goal in another match)."""
+def _conflicts(q: QuestionInfo, top: Cluster, others: list[Cluster], same: Any) -> list[Conflict]:
+    """Articles whose own answer differs, at each level the table's ``conflict_levels`` names
+    for the asked type (a place is a stadium and a city: "MetLife Stadium in New Jersey"
+    against "in New York" is a conflict of cities). At the first level every value plainly of
+    the asked kind counts and the winning value is the reference; at a further level (an answer
+    type of the table) the values plainly of that type count, and the reference is the value of that level the winning articles state.
+    Each article answers with its best candidate, in a sentence that (with the text around
+    it) names the question's focus. An article that states the reference anywhere is not in
+    conflict, nor one whose answer is far weaker than a typical winning article's (a stray
+    number beside the question's words), hedged ("at least one"), or about another event than
+    the winning sentences (the ages of two different players, a goal in another match)."""
+    clusters = [top, *others]
+    out: dict[str, Conflict] = {}
+    for level in [None, *table().get("conflict_levels", {}).get(q.atype, [])]:
+        if level is None:
+            ref: Cluster | None = top
+        else:
+            shared = [
+                cl
+                for cl in clusters
+                if any(_plain(q, level, c) for c in cl.articles.values())
+                and set(cl.articles) & set(top.articles)
+            ]
+            ref = max(
+                shared, key=lambda cl: (len(set(cl.articles) & set(top.articles)), cl.score), default=None
+            )
+        if ref is None:
+            continue
+        for c in _level_conflicts(q, ref, clusters, same, level):
+            out.setdefault(c.text, c)
+    return sorted(out.values(), key=lambda c: -c.support)
+
+
+def _plain(q: QuestionInfo, level: str | None, c: Any) -> bool:
+    """A candidate plainly of the asked kind (at ``level``, an answer type of the table)."""
+    fit = q.fit(c.label, c.text) if level is None else label_fit(level, c.label, c.text)
+    return fit >= CONFLICT_FIT
+
+
+def _level_conflicts(
+    q: QuestionInfo, ref: Cluster, clusters: list[Cluster], same: Any, level: str | None
+) -> list[Conflict]:
     best: dict[str, tuple[Cluster, Any]] = {}
-    for cl in [top, *others]:
+    for cl in clusters:
         for key, c in cl.articles.items():
-            if c.sent.focus < CONFLICT_FOCUS or label_fit(atype, c.label) < CONFLICT_FIT:
+            if c.sent.focus < CONFLICT_FOCUS or not _plain(q, level, c):
                 continue
             if key not in best or c.score > best[key][1].score:
                 best[key] = (cl, c)
-    floor = CONFLICT_RATIO * min((c.score for c in top.articles.values()), default=0.0)
+    floor = CONFLICT_RATIO * min((c.score for c in ref.articles.values()), default=0.0)
     hedge = re.compile(table().get("hedge", "$^"), re.I)
     groups: dict[str, tuple[Cluster, list[Any]]] = {}
     for key, (cl, c) in sorted(best.items()):
-        if cl is top or key in top.articles or c.score < floor or hedge.search(c.text) or not same(c.sent):
+        if cl is ref or key in ref.articles or c.score < floor or hedge.search(c.text) or not same(c.sent):
             continue
         groups.setdefault(cl.key, (cl, []))[1].append(c)
     out = []
     for cl, theirs in groups.values():
         theirs.sort(key=lambda c: -c.score)
         out.append(Conflict(text=cl.text, support=len(theirs), sentences=[_cite(c.sent) for c in theirs[:3]]))
-    return sorted(out, key=lambda c: -c.support)
+    return out

@@ -62,6 +62,7 @@ class Sent:
     keys: frozenset[str] = frozenset()  # analysed terms (first PREFIX letters) of the sentence
     dense: float = 0.0  # the question's cosine with the sentence's stored vector, scaled to 0..1
     hits: list[int] = field(default_factory=list)  # offsets (in the sentence) of matched words
+    anchors: list[int] = field(default_factory=list)  # offsets of the focus words it names
     evidence: float | None = None  # the probability that it states the answer (stage 2b)
     pick: float = 0.0  # the probability that it is the one sentence to quote (stage 2b)
     passage: float = 1.0  # its passage's fused retrieval score over the first passage's
@@ -229,6 +230,7 @@ def _score(q: QuestionInfo, sents: list[Sent], focus: list[str]) -> None:
         s.rel = s.lex = min(1.0, found / total)
         # Words of the predicate ("joined", "winner"), not the focus, place the answer.
         s.hits = [a for k, a in ks if k in weight and k not in focus_keys]
+        s.anchors = [a for k, a in ks if k in focus_keys]
         if cue is not None and not cue.search(s.text):
             s.cue = OFF_CUE
         missing = [f for f in focus_keys if f not in present]

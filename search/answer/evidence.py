@@ -20,7 +20,7 @@ from importlib import resources
 from typing import Any
 
 from .candidates import Sent, rank_prior
-from .question import QuestionInfo, label_fit
+from .question import QuestionInfo
 from .typed import fold, proximity, words_of
 
 FEATURES = (
@@ -67,7 +67,7 @@ def features(q: QuestionInfo, sents: list[Sent]) -> list[dict[str, float]]:
         a = s.article
         pos = positions.setdefault(a.id, {start: i for i, (start, _) in enumerate(a.sentences)})
         typed = [
-            (label_fit(q.atype, lb, a.text[x:y]), x, y)
+            (q.fit(lb, a.text[x:y]), x, y)
             for x, y, lb in a.entities
             if x >= s.start and y <= s.end and not (words_of(a.text[x:y]) & qwords)
         ]
