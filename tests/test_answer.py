@@ -417,3 +417,44 @@ def test_closeness_counts_from_the_focus_when_no_predicate_word_is_there() -> No
     ]
     d = decide("what was the score against Egypt", hits_of(arts), FakeEngine(arts))
     assert d.clusters[0].text == "3-2"
+
+
+def test_a_value_agreeing_outlets_also_state_is_another_events_not_a_conflict() -> None:
+    ents = [
+        ("Fernandez", "PERSON"),
+        ("Martinez", "PERSON"),
+        ("85th minute", "MINUTE"),
+        ("92nd minute", "MINUTE"),
+    ]
+    winner = "Martinez headed the winner in the 92nd minute."
+    arts = [
+        article("a.txt", f"Fernandez equalised in the 85th minute. {winner}", ents),
+        article("b.txt", f"Fernandez equalised in the 85th minute for Argentina. {winner}", ents),
+        article(
+            "c.txt", "Fernandez equalised for Argentina, then came the 92nd minute and the winner.", ents
+        ),
+    ]
+    # c.txt names no minute for the equaliser; the 92nd is the winner's, as a.txt and b.txt say.
+    assert ask("in what minute did Fernandez equalise", arts).conflicts == []
+
+
+def test_less_said_is_no_conflict_and_a_preview_is_no_answer_about_the_past() -> None:
+    ents = [
+        ("Martinez", "PERSON"),
+        ("92nd minute", "MINUTE"),
+        ("stoppage time", "MINUTE"),
+        ("Monday", "DATE"),
+    ]
+    arts = [
+        article("a.txt", "Martinez headed the winner in the 92nd minute.", ents),
+        article("b.txt", "Martinez headed the winner in the 92nd minute of the semi-final.", ents),
+        article("c.txt", "Martinez headed the winner in stoppage time.", ents),
+    ]
+    assert ask("in what minute did Martinez head the winner", arts).conflicts == []
+    days = [("semi-final", "EVENT"), ("Wednesday", "DATE"), ("Monday", "DATE")]
+    arts = [
+        article("a.txt", "The semi-final was played on Wednesday.", days),
+        article("b.txt", "The semi-final was played on Wednesday in Atlanta.", days),
+        article("c.txt", "After the semi-final they will face Spain in the final on Monday.", days),
+    ]
+    assert ask("on what day was the semi-final played", arts).conflicts == []

@@ -72,7 +72,7 @@ def candidates(q: QuestionInfo, sents: list[Sent]) -> list[Candidate]:
     }
     acronyms = {n for n in q.names if n.isupper() and 2 <= len(n) <= 5}  # "QPR"
     numeric = set(table().get("needs_number", []))
-    votes = _label_votes(sents)
+    votes = label_votes(sents)
     out: list[Candidate] = []
     for s in sents:
         if not s.usable:
@@ -115,7 +115,7 @@ def _initials(text: str) -> str:
     return "".join(w[0] for w in text.split() if w[:1].isupper())
 
 
-def _label_votes(sents: list[Sent]) -> dict[str, list[str]]:
+def label_votes(sents: list[Sent]) -> dict[str, list[str]]:
     """Every label the model gave each name across the candidate articles: "Southampton"
     tagged PERSON once and ORG five times is a club, whatever one sentence says."""
     votes: dict[str, list[str]] = {}
@@ -129,6 +129,12 @@ def _label_votes(sents: list[Sent]) -> dict[str, list[str]]:
             x, y = _trim(a.text, x, y)
             votes.setdefault(fold(a.text[x:y]), []).append(label)
     return votes
+
+
+def voted_label(votes: dict[str, list[str]], text: str, label: str) -> str:
+    """The label the model gave ``text`` most often across the candidate articles."""
+    got = votes.get(fold(text))
+    return max(sorted(set(got)), key=got.count) if got else label
 
 
 def proximity(s: Sent, a: int, b: int) -> float:
