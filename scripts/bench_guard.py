@@ -133,7 +133,7 @@ def check_fits(
     def line(s: str, kind: str) -> str:
         f = fps[s]
         return (
-            f"{s} {kind} {_gb(f.need(kind, passages))} "
+            f"{_gb(f.need(kind, passages))} for {s} "
             f"({f.per_passage[kind]:,.0f} bytes per passage, {f.how}, + {f.base / MB:.0f} MB base)"
         )
 
