@@ -28,6 +28,7 @@ import argparse
 import importlib.util
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -282,6 +283,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    # A shell starts background jobs with SIGINT ignored, and Python keeps that: Ctrl-C (or
+    # kill -INT) must still stop the run and remove its half build.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with G.sigterm_as_interrupt():
             sys.exit(main())
