@@ -108,7 +108,8 @@ def run_worker(cmd: list[str], bar: G.Progress, log_path: Path) -> dict[str, Any
                 p.kill()
                 p.wait()
             raise
-    bar.close()
+        finally:
+            bar.close()
     if rc != 0:
         tail = "".join(open(log_path, encoding="utf-8", errors="replace").readlines()[-15:])
         raise SystemExit(f"{' '.join(cmd[1:3])} failed (exit {rc}); the end of {log_path}:\n{tail}")

@@ -14,6 +14,7 @@ import os
 import shutil
 import signal
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -179,15 +180,28 @@ class Progress:
         self.tty = sys.stderr.isatty()
         self.last_print = 0.0
         self.last_frac = -1.0
+        self.new_label = True
+        self.closed = False
+        self.lock = threading.Lock()
+        # A step with no counts (a bulk write) still shows its time and ETA going by.
+        threading.Thread(target=self._tick, daemon=True, name="progress").start()
+
+    def _tick(self) -> None:
+        while not self.closed:
+            time.sleep(1.0 if self.tty else 5.0)
+            if not self.closed:
+                with self.lock:
+                    self._draw(final=False)
 
     def update(self, done: int, total: int | None = None, label: str | None = None) -> None:
         if total is not None:
             self.total = total
-        if label is not None and label != self.label:
-            self.label, self.last_frac = label, -1.0
-            self.t0 = time.monotonic()
-        self.done = done
-        self._draw(final=False)
+        with self.lock:
+            if label is not None and label != self.label:
+                self.label, self.last_frac, self.new_label = label, -1.0, True
+                self.t0 = time.monotonic()
+            self.done = done
+            self._draw(final=False)
 
     def _draw(self, final: bool) -> None:
         now = time.monotonic()
@@ -211,12 +225,21 @@ class Progress:
         if self.tty:
             sys.stderr.write("\r" + text.ljust(110)[:110] + ("\n" if final else ""))
             sys.stderr.flush()
-        elif final or now - self.last_print > 30 or (frac >= 0 and frac - self.last_frac >= 0.1):
+        elif (
+            final
+            or self.new_label
+            or now - self.last_print > 30
+            or (frac >= 0 and frac - self.last_frac >= 0.1)
+        ):
             print(text, file=sys.stderr, flush=True)
-            self.last_print, self.last_frac = now, frac
+            self.last_print, self.last_frac, self.new_label = now, frac, False
 
     def close(self) -> float:
-        self._draw(final=True)
+        with self.lock:
+            if self.closed:
+                return time.monotonic() - self.start
+            self.closed = True
+            self._draw(final=True)
         return time.monotonic() - self.start
 
 
