@@ -362,3 +362,51 @@ def query_embedder(models: str) -> Any:
     from search.embed import get_embedder
 
     return get_embedder("hash" if models == "hash" else "auto")
+
+
+# ----------------------------------------------------------------------------- exact reference
+
+EXACT_BATCH = 20_000
+
+
+def exact_top(
+    models: str, work: Path, passages: Path, qs: list[str], k: int = 10, max_hash: int = 20_000
+) -> list[list[int]] | None:
+    """Exact top-``k`` passage rows (in the passages file's order) for each question, by
+    brute force over the same vectors the systems indexed: the reference for the vector
+    stage's recall. None where recomputing every vector would cost a model run (real) or
+    too long (the hash embedder beyond ``max_hash`` passages)."""
+    rows = sum(1 for _ in open(passages, encoding="utf-8"))
+    if models == "real" or (models == "hash" and rows > max_hash):
+        return None
+    emb, _ = build_models(models, work)
+    qenc = query_embedder(models)
+    q = np.stack([qenc.encode_query(x) for x in qs]).astype(np.float32)
+    best_s = np.full((len(qs), k), -np.inf, dtype=np.float32)
+    best_r = np.zeros((len(qs), k), dtype=np.int64)
+    at = 0
+    batch: list[str] = []
+
+    def flush() -> None:
+        nonlocal at, best_s, best_r
+        s = q @ emb.encode(batch).T
+        r = np.broadcast_to(np.arange(at, at + len(batch)), s.shape)
+        all_s = np.concatenate([best_s, s], axis=1)
+        all_r = np.concatenate([best_r, r], axis=1)
+        top = np.argsort(-all_s, axis=1, kind="stable")[:, :k]
+        best_s = np.take_along_axis(all_s, top, axis=1)
+        best_r = np.take_along_axis(all_r, top, axis=1)
+        at += len(batch)
+        batch.clear()
+
+    for p in read_jsonl(passages):
+        batch.append(p["dense"])
+        if len(batch) == EXACT_BATCH:
+            flush()
+    if batch:
+        flush()
+    return [list(map(int, r)) for r in best_r]
+
+
+def pid_rows(passages: Path) -> dict[str, int]:
+    return {p["pid"]: i for i, p in enumerate(read_jsonl(passages))}

@@ -15,15 +15,30 @@ LABELS = {
 }
 
 
-def summarise(served: dict[str, Any]) -> dict[str, Any]:
-    """Per system: open, first question, peak RSS, and p50/p95 (ms) of every stage."""
+def recall(tops: list[list[Any]], exact: list[list[int]], rows: dict[str, int] | None) -> float:
+    """Mean share of the exact top-k found by the vector stage (ids mapped to rows when given)."""
+    got = []
+    for top, want in zip(tops, exact):
+        ids = {rows.get(t, -1) for t in top} if rows is not None else set(top)
+        got.append(len(ids & set(want)) / max(len(want), 1))
+    return float(np.mean(got)) if got else float("nan")
+
+
+def summarise(
+    served: dict[str, Any], exact: list[list[int]] | None = None, rows: dict[str, int] | None = None
+) -> dict[str, Any]:
+    """Per system: open, first question, peak RSS, p50/p95 (ms) of every stage and, given
+    the exact top-k of each question (in the order asked), the vector stage's recall@k."""
     out: dict[str, Any] = {}
     for system, r in served.items():
-        s = {k: r[k] for k in ("open_s", "first_s", "model_s", "peak_rss_mb") if k in r}
-        for what, rows in r["times"].items():
-            s[what] = {"n": len(rows)}
+        s: dict[str, Any] = {k: r[k] for k in ("open_s", "first_s", "model_s", "peak_rss_mb") if k in r}
+        hybrid = r["times"].get("hybrid", [])
+        if exact is not None and hybrid and all("top" in row for row in hybrid):
+            s["recall@10"] = recall([row["top"] for row in hybrid], exact, rows if system == "ours" else None)
+        for what, timed in r["times"].items():
+            s[what] = {"n": len(timed)}
             for stage in STAGES:
-                xs = [row[stage] for row in rows if stage in row]
+                xs = [row[stage] for row in timed if stage in row]
                 if xs:
                     s[what][stage] = {
                         "p50_ms": float(np.percentile(xs, 50)) * 1000,
@@ -80,6 +95,9 @@ def report(res: dict[str, Any]) -> str:
     row("open the index, s", [_num(v, ".2f", open_s[0], i == 0) for i, v in enumerate(open_s)])
     first = [sv[s].get("first_s") for s in systems]
     row("first question after open, s", [_num(v, ".2f", first[0], i == 0) for i, v in enumerate(first)])
+    rec = [sv[s].get("recall@10") for s in systems]
+    if any(v is not None for v in rec):
+        row("vector stage recall@10 vs exact", ["—" if v is None else f"{v:.3f}" for v in rec])
     rss = [sv[s].get("peak_rss_mb") for s in systems]
     row("serving process peak RSS, MB", [_num(v, ".0f", rss[0], i == 0) for i, v in enumerate(rss)])
     bs = [bd[s].get("build_s") for s in systems]

@@ -68,13 +68,19 @@ class TimedEmbedder:
 
 
 class TimedView:
-    """A backend reader whose retrievers are timed."""
+    """A backend reader whose retrievers are timed (and the vector stage's top ids kept)."""
 
     def __init__(self, view: Any, clock: Clock) -> None:
         self._view = view
+        self.top: list[str] = []
         self.lexical_search = clock.timed("bm25", view.lexical_search)
-        self.dense = clock.timed("vector", view.dense)
+        self.dense = clock.timed("vector", self._dense)
         self.facets = clock.timed("facets", view.facets)
+
+    def _dense(self, *args: Any, **kw: Any) -> Any:
+        got = self._view.dense(*args, **kw)
+        self.top = [pid for pid, _ in got[:K]]
+        return got
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._view, name)
@@ -99,6 +105,7 @@ class Ours:
             return views[id(v)]
 
         backend.reader = timed_reader  # type: ignore[method-assign]
+        self.views = views
         search.answer.build_answer = self.clock.timed("answer", search.answer.build_answer)
 
     def ask(self, q: str) -> dict[str, dict[str, float]]:
@@ -114,6 +121,8 @@ class Ours:
             st = dict(self.clock.t)
             st["rest"] = total - sum(st.values())
             st["total"] = total
+            if what == "hybrid":  # the vector stage's top passages, for recall against exact
+                st["top"] = next(iter(self.views.values())).top if self.views else []  # type: ignore[assignment]
             out[what] = st
         return out
 
@@ -139,7 +148,6 @@ class Bm25sHnsw:
     def ask(self, q: str) -> dict[str, dict[str, float]]:
         import numpy as np
 
-        st: dict[str, float] = {}
         t0 = time.perf_counter()
         v = self.encoder.encode_query(q)
         t1 = time.perf_counter()
@@ -161,7 +169,9 @@ class Bm25sHnsw:
         top = sorted(fused, key=lambda row: -fused[row])[:K]
         _ = [self.corpus[row]["text"] for row in top]  # the passages a user shows
         t4 = time.perf_counter()
-        st = {"encode": t1 - t0, "bm25": t2 - t1, "vector": t3 - t2, "rest": t4 - t3, "total": t4 - t0}
+        st: dict[str, Any] = {"encode": t1 - t0, "bm25": t2 - t1, "vector": t3 - t2, "rest": t4 - t3}
+        st["total"] = t4 - t0
+        st["top"] = [int(i) for i in idx[0][:K] if i >= 0]  # rows, in the passages file's order
         return {"hybrid": st}
 
 
@@ -176,7 +186,15 @@ class Txtai:
         self.emb.load(str(index), config={"transform": lambda texts: encoder.encode(list(texts))})
         # Search binds these per call, so patching the instance times every stage.
         self.emb.batchtransform = self.clock.timed("encode", self.emb.batchtransform)
-        self.emb.ann.search = self.clock.timed("vector", self.emb.ann.search)
+        self.top: list[int] = []
+        search = self.emb.ann.search
+
+        def ann_search(*args: Any, **kw: Any) -> Any:
+            got = search(*args, **kw)
+            self.top = [int(i) for i, _ in got[0][:K]]  # rows, in the order indexed
+            return got
+
+        self.emb.ann.search = self.clock.timed("vector", ann_search)
         self.emb.scoring.batchsearch = self.clock.timed("bm25", self.emb.scoring.batchsearch)
 
     def ask(self, q: str) -> dict[str, dict[str, float]]:
@@ -187,6 +205,7 @@ class Txtai:
         st = dict(self.clock.t)
         st["rest"] = total - sum(st.values())
         st["total"] = total
+        st["top"] = self.top  # type: ignore[assignment]
         return {"hybrid": st}
 
 

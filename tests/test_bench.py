@@ -256,3 +256,23 @@ def test_ctrl_c_during_a_build_leaves_no_index_dir(tmp_path: Path, shared: Path)
     assert "interrupted: no half-built index left behind" in err
     left = sorted(x.name for x in work.iterdir())
     assert not [n for n in left if n.startswith("ours-") or ".building-" in n], left
+
+
+def test_recall_maps_our_passage_ids_to_the_peers_rows() -> None:
+    from bench_report import recall
+
+    assert recall([[1, 2]], [[2, 3]], None) == 0.5
+    assert recall([["a#0", "b#1"], ["zz"]], [[0, 1], [5]], {"a#0": 0, "b#1": 1}) == 0.5
+
+
+def test_exact_top_is_the_brute_force_over_the_indexed_vectors(shared: Path, tmp_path: Path) -> None:
+    recs = C.bbc_records(shared / "data" / "bbcsport" / "bbcsport.jsonl")
+    _, n = C.write_corpus(C.synthetic(recs), None, tmp_path / "p.jsonl", 40, lambda _: None)
+    qs = ["striker header", "penalty save in the final minute"]
+    got = C.exact_top("hash", tmp_path, tmp_path / "p.jsonl", qs, k=3)
+    from search.embed import HashEmbedder
+
+    h = HashEmbedder()
+    v = h.encode([p["dense"] for p in C.read_jsonl(tmp_path / "p.jsonl")])
+    want = [list(np.argsort(-(v @ h.encode_query(q)), kind="stable")[:3]) for q in qs]
+    assert got == want and n == len(v)
