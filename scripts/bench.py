@@ -286,7 +286,9 @@ def main(argv: list[str] | None = None) -> int:
     for s, r in served.items():
         G.save_measured(a.work, s, n, serve=r["peak_rss_mb"] * G.MB)
     # The reference for the vector stage's recall, computed after serving so it costs no one.
-    exact = exact_top(a.models, a.work, passages, qs)
+    bar = G.Progress("exact top 10 (recall)", None, "passages")
+    exact = exact_top(a.models, a.work, passages, qs, tick=lambda d, t: bar.update(d, t))
+    bar.close()
     res["serving"] = summarise(served, exact, pid_rows(passages) if exact is not None else None)
     res["machine"]["loadavg_end"] = open("/proc/loadavg").read().split()[:3]
     (a.work / f"bench-result-{tag}-{a.models}.json").write_text(json.dumps(res, indent=1))

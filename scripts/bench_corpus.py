@@ -370,7 +370,13 @@ EXACT_BATCH = 20_000
 
 
 def exact_top(
-    models: str, work: Path, passages: Path, qs: list[str], k: int = 10, max_hash: int = 20_000
+    models: str,
+    work: Path,
+    passages: Path,
+    qs: list[str],
+    k: int = 10,
+    max_hash: int = 20_000,
+    tick: Callable[[int, int], None] | None = None,
 ) -> list[list[int]] | None:
     """Exact top-``k`` passage rows (in the passages file's order) for each question, by
     brute force over the same vectors the systems indexed: the reference for the vector
@@ -398,6 +404,8 @@ def exact_top(
         best_r = np.take_along_axis(all_r, top, axis=1)
         at += len(batch)
         batch.clear()
+        if tick is not None:
+            tick(at, rows)
 
     for p in read_jsonl(passages):
         batch.append(p["dense"])
