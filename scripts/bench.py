@@ -40,16 +40,8 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(1, str(HERE.parent))
 
 import bench_guard as G  # noqa: E402
-from bench_corpus import (  # noqa: E402
-    MODELS,
-    bbc_records,
-    exact_top,
-    pid_rows,
-    questions,
-    read_jsonl,
-    synthetic,
-    write_corpus,
-)
+from bench_corpus import MODELS, bbc_records, questions, read_jsonl, synthetic, write_corpus  # noqa: E402
+from bench_models import exact_top, pid_rows  # noqa: E402
 from bench_report import report, summarise  # noqa: E402
 
 PEERS = {"bm25s-hnsw": "bm25s", "txtai": "txtai"}  # system -> the module it needs

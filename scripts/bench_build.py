@@ -26,8 +26,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(1, str(HERE.parent))
 
-from bench_corpus import articles, bbc_records, build_models, make_table, read_jsonl  # noqa: E402
+from bench_corpus import articles, bbc_records, read_jsonl  # noqa: E402
 from bench_guard import sigterm_as_interrupt  # noqa: E402
+from bench_models import build_models, make_table  # noqa: E402
 
 BATCH = 10_000  # passages per step of the peers' builds (a progress tick each)
 HNSW_M = 32  # FAISS's usual graph degree; efConstruction stays FAISS's default (40)

@@ -30,7 +30,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(1, str(HERE.parent))
 
-from bench_corpus import query_embedder  # noqa: E402
+from bench_models import query_embedder  # noqa: E402
 
 DEPTH = 50  # each retriever's depth before fusion, as ours
 K = 10

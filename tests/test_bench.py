@@ -22,6 +22,7 @@ sys.path.insert(0, str(SCRIPTS))
 import bench  # noqa: E402
 import bench_corpus as C  # noqa: E402
 import bench_guard as G  # noqa: E402
+import bench_models as M  # noqa: E402
 
 WORDS = (
     "striker keeper midfield header volley corner penalty referee stadium crowd season league cup "
@@ -194,17 +195,17 @@ def test_the_built_index_holds_exactly_the_counted_passages(shared: Path, tmp_pa
 def test_replayed_vectors_are_the_mean_of_the_known_sentences(tmp_path: Path) -> None:
     sents = ["The striker scored twice in the final.", "Rain stopped play before tea on day two."]
     vecs = np.eye(2, 384, dtype=np.float32)
-    p = C.table_paths(tmp_path)
+    p = M.table_paths(tmp_path)
     p["sentences"].write_text(json.dumps(sents))
     np.save(p["vectors"], vecs)
     p["entities"].write_text(json.dumps([[[4, 11, "ROLE"]], []]))
-    table = C.SentenceTable(tmp_path)
+    table = M.SentenceTable(tmp_path)
     text = "Headline\n" + sents[1] + " " + sents[0]
     assert [i for _, i in table.spans(text)] == [1, 0]
-    v = C.ReplayEmbedder(table).encode([text])[0]
+    v = M.ReplayEmbedder(table).encode([text])[0]
     assert np.allclose(v[:2], [2**-0.5, 2**-0.5]) and np.isclose(np.linalg.norm(v), 1.0)
     at = text.index(sents[0])
-    assert C.ReplayTagger(table)([text]) == [[(at + 4, at + 11, "ROLE")]]
+    assert M.ReplayTagger(table)([text]) == [[(at + 4, at + 11, "ROLE")]]
 
 
 # ----------------------------------------------------------------------------- no half index
@@ -269,7 +270,7 @@ def test_exact_top_is_the_brute_force_over_the_indexed_vectors(shared: Path, tmp
     recs = C.bbc_records(shared / "data" / "bbcsport" / "bbcsport.jsonl")
     _, n = C.write_corpus(C.synthetic(recs), None, tmp_path / "p.jsonl", 40, lambda _: None)
     qs = ["striker header", "penalty save in the final minute"]
-    got = C.exact_top("hash", tmp_path, tmp_path / "p.jsonl", qs, k=3)
+    got = M.exact_top("hash", tmp_path, tmp_path / "p.jsonl", qs, k=3)
     from search.embed import HashEmbedder
 
     h = HashEmbedder()
