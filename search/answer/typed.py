@@ -78,9 +78,7 @@ def candidates(q: QuestionInfo, sents: list[Sent]) -> list[Candidate]:
         if not s.usable:
             continue
         first = True
-        for a, b, label in s.article.entities:
-            if a < s.start or b > s.end:
-                continue
+        for a, b, label in s.ents:
             a, b = _trim(s.article.text, a, b)
             text = s.article.text[a:b]
             fit = q.fit(label, text)
@@ -125,10 +123,21 @@ def label_votes(sents: list[Sent]) -> dict[str, list[str]]:
         if a.id in seen:
             continue
         seen.add(a.id)
-        for x, y, label in a.entities:
-            x, y = _trim(a.text, x, y)
-            votes.setdefault(fold(a.text[x:y]), []).append(label)
+        for name, labels in _article_votes(a.text, tuple(a.entities)):
+            votes.setdefault(name, []).extend(labels)
     return votes
+
+
+@lru_cache(maxsize=1 << 12)
+def _article_votes(
+    text: str, entities: tuple[tuple[int, int, str], ...]
+) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Each name of one article with the labels the model gave it there (cached per article)."""
+    out: dict[str, list[str]] = {}
+    for x, y, label in entities:
+        x, y = _trim(text, x, y)
+        out.setdefault(fold(text[x:y]), []).append(label)
+    return tuple((k, tuple(v)) for k, v in out.items())
 
 
 def voted_label(votes: dict[str, list[str]], text: str, label: str) -> str:
@@ -154,10 +163,9 @@ def proximity(s: Sent, a: int, b: int) -> float:
 
 def entity_at(s: Sent, matches: Callable[[str], bool], atype: str = "") -> Candidate | None:
     """The first entity of sentence ``s`` whose text ``matches``, as a candidate."""
-    for a, b, label in s.article.entities:
-        if a >= s.start and b <= s.end:
-            a, b = _trim(s.article.text, a, b)
-            text = s.article.text[a:b]
-            if text.strip() and matches(text):
-                return Candidate(text, a, b, label, s, s.score * 0.5)
+    for a, b, label in s.ents:
+        a, b = _trim(s.article.text, a, b)
+        text = s.article.text[a:b]
+        if text.strip() and matches(text):
+            return Candidate(text, a, b, label, s, s.score * 0.5)
     return None
