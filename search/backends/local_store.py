@@ -28,6 +28,7 @@ corpus (a million passages opened in milliseconds instead of seconds and gigabyt
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import threading
 from collections import OrderedDict
@@ -81,8 +82,59 @@ SEGMENT_SUFFIXES = (
 
 def mapped(path: str | Path) -> np.ndarray:
     """A .npy file memory-mapped, as a plain ndarray view (indexing a ``np.memmap`` runs
-    Python hooks on every access: ~3x slower for the scalar reads a query makes)."""
-    return np.load(path, mmap_mode="r", allow_pickle=False).view(np.ndarray)
+    Python hooks on every access: ~3x slower for the scalar reads a query makes).
+
+    Read-ahead is off: a query touches scattered rows, and the kernel's read-ahead
+    would map (and count in the process's RSS) pages around each of them.
+    """
+    m = np.load(path, mmap_mode="r", allow_pickle=False)
+    mm = getattr(m, "_mmap", None)
+    if mm is not None and hasattr(mmap, "MADV_RANDOM"):
+        mm.madvise(mmap.MADV_RANDOM)
+    return m.view(np.ndarray)
+
+
+class Rows:
+    """Rows of a 2-d .npy file read with ``pread`` when asked for, never mapped: the
+    sentence vectors of a million passages (gigabytes) cost a serving process nothing
+    until the answer stage reads an article's few rows."""
+
+    def __init__(self, path: str | Path) -> None:
+        self._file = open(path, "rb", buffering=0)  # noqa: SIM115 (closed with the object)
+        f = open(path, "rb")  # noqa: SIM115
+        with f:
+            version = np.lib.format.read_magic(f)
+            read = (
+                np.lib.format.read_array_header_1_0
+                if version == (1, 0)
+                else np.lib.format.read_array_header_2_0
+            )
+            shape, fortran, dtype = read(f)
+            self.offset = f.tell()
+        if fortran or len(shape) != 2:
+            raise ValueError(f"{path}: expected a 2-d C-order array")
+        self.shape: tuple[int, int] = (int(shape[0]), int(shape[1]))
+        self.dtype = np.dtype(dtype)
+        self.ndim = 2
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, rows: slice) -> np.ndarray:
+        a, b, _ = rows.indices(self.shape[0])
+        b = max(a, b)
+        width = self.shape[1] * self.dtype.itemsize
+        raw = (
+            os.pread(self._file.fileno(), (b - a) * width, self.offset + a * width)
+            if b > a and width
+            else b""
+        )
+        return np.frombuffer(raw, dtype=self.dtype).reshape(b - a, self.shape[1])
+
+    def __del__(self) -> None:
+        f = getattr(self, "_file", None)
+        if f is not None:
+            f.close()
 
 
 def _utf8(s: str) -> bytes:
@@ -140,7 +192,7 @@ class Segment:
         self.sents = arr(".sents.npy")
         self.sentoff = arr(".sentoff.npy")
         self.minhash = arr(".minhash.npy")
-        self.sentvec = arr(".sentvec.npy")
+        self.sentvec = Rows(f"{base}.sentvec.npy")
         # Everything is opened now (maps and small reads), nothing later by path: a
         # generation's directory may be removed while a reader still holds its segments.
         self._entoff = arr(".entoff.npy")
