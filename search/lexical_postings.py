@@ -1,0 +1,373 @@
+"""BM25 postings as numpy arrays beside each whoosh segment, written once at commit.
+
+A query used to decode each term's posting blocks from whoosh's segment files (pickled,
+zlib-compressed, delta-coded tuples: ~25-45 ms a query at 1M passages the first time a
+long list is touched). A whoosh segment never changes once written, so at commit every
+new segment gets its postings written beside it, and a reader memory-maps them:
+
+    MAIN_<segid>.bm25.json           the segment's format, window size and reference lengths (written last)
+    MAIN_<segid>.bm25.keys.npy       uint64 hash of each term (text or title), ascending: the dictionary
+    MAIN_<segid>.bm25.tblob.npy      the terms' UTF-8 bytes in that order, ``toff`` their offsets (checks a hash)
+    MAIN_<segid>.bm25.off.npy        int64 CSR offsets of each term's postings
+    MAIN_<segid>.bm25.dftext.npy     int32 documents holding the term in the text (whoosh's doc_frequency)
+    MAIN_<segid>.bm25.docs.npy       int32 segment-local document numbers, ascending per term
+    MAIN_<segid>.bm25.tfx/tft.npy    term frequency in the text / the title (0 where absent)
+    MAIN_<segid>.bm25.lens.npy       uint8 (2, n) whoosh's one-byte field lengths (text, title) per document
+    MAIN_<segid>.bm25.pkey*.npy      the stored key (passage or document id) of each document
+    MAIN_<segid>.bm25.lrow/woff/wmax.npy  for long lists: posting offset and BM25 bound per window
+
+The two fields share one posting list per term (BM25F sums them before saturating). Term
+frequencies and lengths are stored, not scores: the average lengths move with every
+commit and delete, and scores must equal whoosh's to 1e-9 (float32 impacts could not).
+Long lists carry, per window of ``2**shift`` document numbers, the largest pseudo term
+frequency at a reference average length; :mod:`search.impacts` turns it into an upper
+bound for any average length and skips windows that cannot reach the top k.
+
+Whoosh stays the source of truth: deletions are read from its table of contents, a merge
+writes a new segment (and gets arrays of its own), and whoosh's clean-up removes a
+merged segment's files with it (they carry its name). No pickle: ``np.save`` and
+``np.load(mmap_mode="r", allow_pickle=False)``. A segment without arrays (an index
+written before them) is read through :class:`WhooshSegment`, the old decoding path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+from whoosh.reading import TermNotFound
+from whoosh.util.numeric import byte_to_length
+
+FIELDS = ("text", "title")
+FORMAT = 1
+#: Documents per window (log2). 1,024: at 1M passages a common term's list has ~100
+#: postings in a window, and a query's ~1,000 windows sort in microseconds (measured
+#: against 256 and 4,096 in scripts/bm25_scale.py).
+WINDOW_SHIFT = 10
+#: Lists at least this long get stored window bounds; shorter ones are scored whole
+#: (that costs less than reading the bounds).
+LONG_LIST = 1024
+#: The ``b`` the stored bounds assume; another ``b`` rescales them (see impacts.bound_factor).
+BOUND_B = 0.4
+#: whoosh's one-byte length code, decoded.
+LENGTHS = np.array([byte_to_length(i) for i in range(256)], dtype=np.float64)
+SUFFIX = ".bm25"
+
+
+class TermPostings(NamedTuple):
+    """Where one term's postings sit in one segment's arrays (``docs[lo:hi]`` ...)."""
+
+    lo: int
+    hi: int
+    row: int  # row of its window bounds (woff, wmax), -1 for a short list
+    df_text: int  # documents with the term in the text, deleted ones included (as whoosh counts)
+    # Decoded postings (docs, tfx, tft) for a segment without arrays; None: in the segment's arrays.
+    data: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+
+def term_hash(text: str) -> int:
+    """A stable 64-bit key for a term (the dictionary's sort key; every hit is checked)."""
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little")
+
+
+def _uint(a: np.ndarray) -> np.ndarray:
+    """Non-negative integers in the narrowest unsigned type that holds them."""
+    top = int(a.max()) if len(a) else 0
+    for t in (np.uint8, np.uint16, np.uint32):
+        if top <= np.iinfo(t).max:
+            return a.astype(t)
+    return a.astype(np.uint64)
+
+
+def _block_postings(m: Any) -> tuple[np.ndarray, np.ndarray]:
+    """All postings of one whoosh leaf matcher, block by block: (docnums, frequencies)."""
+    ids: list[np.ndarray] = []
+    tfs: list[np.ndarray] = []
+    while m.is_active():
+        m._read_ids()
+        m._read_weights()
+        ids.append(np.asarray(m._ids, dtype=np.int32))
+        tfs.append(np.asarray(m._weights, dtype=np.float64))
+        m._next_block()
+    if not ids:
+        return np.zeros(0, np.int32), np.zeros(0, np.float64)
+    return np.concatenate(ids), np.concatenate(tfs)
+
+
+def _merge_fields(
+    x: tuple[np.ndarray, np.ndarray] | None, t: tuple[np.ndarray, np.ndarray] | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One posting list from a term's text and title postings: (docs, tf text, tf title)."""
+    empty = (np.zeros(0, np.int32), np.zeros(0, np.float64))
+    xd, xf = x or empty
+    td, tf = t or empty
+    if not len(td):
+        return xd, xf, np.zeros(len(xd))
+    if not len(xd):
+        return td, np.zeros(len(td)), tf
+    docs = np.union1d(xd, td).astype(np.int32)
+    tfx = np.zeros(len(docs))
+    tft = np.zeros(len(docs))
+    tfx[np.searchsorted(docs, xd)] = xf
+    tft[np.searchsorted(docs, td)] = tf
+    return docs, tfx, tft
+
+
+def segment_lengths(reader: Any) -> np.ndarray:
+    """whoosh's one-byte field lengths of every document of a segment: uint8 (2, n)."""
+    from whoosh.codec.whoosh3 import LENGTHS_COLUMN, _lenfield
+
+    n = reader.doc_count_all()
+    out = np.zeros((len(FIELDS), n), dtype=np.uint8)
+    for i, name in enumerate(FIELDS):
+        col = reader._perdoc._cached_reader(_lenfield(name), LENGTHS_COLUMN)
+        if col is not None and col._count:
+            buf = col._dbfile.get(col._basepos, min(col._count, n))
+            out[i, : len(buf)] = np.frombuffer(buf, dtype=np.uint8)
+    return out
+
+
+def dead_docs(reader: Any) -> np.ndarray | None:
+    """Deleted documents of a segment (bool over its document numbers), or None."""
+    if not reader.has_deletions():
+        return None
+    dead = np.zeros(reader.doc_count_all(), dtype=bool)
+    dead[np.fromiter(reader.deleted_docs_set, dtype=np.int64)] = True
+    return dead
+
+
+def _reference_avg(lens: np.ndarray) -> tuple[float, float]:
+    return tuple(max(float(LENGTHS[row].mean()) if len(row) else 1.0, 1.0) for row in lens)  # type: ignore[return-value]
+
+
+def _round_up32(v: np.ndarray) -> np.ndarray:
+    """float32 no smaller than each float64 (a bound must stay a bound)."""
+    f = v.astype(np.float32)
+    low = f.astype(np.float64) < v
+    f[low] = np.nextafter(f[low], np.float32(np.inf))
+    return f
+
+
+def write_segment(directory: Path, reader: Any) -> None:
+    """Write one whoosh segment's postings as arrays beside it (see the module docstring)."""
+    segid = reader.segment().segment_id()
+    prefix = directory / f"{segid}{SUFFIX}"
+    n = reader.doc_count_all()
+    lens = segment_lengths(reader)
+    terms_reader = reader._terms
+    fmt = {name: reader.schema[name].format for name in FIELDS}
+    fields: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]] = {name: {} for name in FIELDS}
+    for (fieldname, tbytes), info in terms_reader.items():
+        if fieldname in fields:
+            m = reader._codec.postings_reader(terms_reader._postfile, info, fmt[fieldname])
+            fields[fieldname][tbytes.decode("utf-8")] = _block_postings(m)
+    vocab = sorted(set(fields["text"]) | set(fields["title"]))
+    hashes = np.array([term_hash(t) for t in vocab], dtype=np.uint64)
+    order = np.argsort(hashes, kind="stable")
+    vocab = [vocab[i] for i in order]
+    merged = [_merge_fields(fields["text"].get(t), fields["title"].get(t)) for t in vocab]
+    fields.clear()
+    sizes = np.array([len(d) for d, _, _ in merged], dtype=np.int64)
+    off = np.zeros(len(vocab) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=off[1:])
+    cat = lambda i: np.concatenate([m[i] for m in merged]) if merged else np.zeros(0)  # noqa: E731
+    docs = cat(0).astype(np.int32)
+    tfx, tft = cat(1), cat(2)
+    tblob = [t.encode("utf-8") for t in vocab]
+    toff = np.zeros(len(vocab) + 1, dtype=np.int64)
+    np.cumsum([len(b) for b in tblob], out=toff[1:])
+    keys = [str(reader._perdoc.stored_fields(i).get("pid", "")).encode("utf-8") for i in range(n)]
+    koff = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum([len(k) for k in keys], out=koff[1:])
+    ref = _reference_avg(lens)
+    lrow, woff, wmax = _windows(off, docs, tfx, tft, lens, ref, n)
+    arrays: dict[str, np.ndarray] = {
+        "keys": hashes[order],
+        "tblob": np.frombuffer(b"".join(tblob), dtype=np.uint8),
+        "toff": toff,
+        "off": off,
+        "dftext": np.add.reduceat(tfx > 0, off[:-1]).astype(np.int32)
+        if len(docs)
+        else np.zeros(len(vocab), np.int32),
+        "docs": docs,
+        "tfx": _uint(tfx),
+        "tft": _uint(tft),
+        "lens": lens,
+        "pkeys": np.frombuffer(b"".join(keys), dtype=np.uint8),
+        "pkoff": koff,
+        "lrow": lrow,
+        "woff": woff,
+        "wmax": wmax,
+    }
+    # reduceat yields a term's first posting for an empty list: none are empty here
+    # (whoosh keeps no term without postings), so dftext is exact.
+    for name, a in arrays.items():
+        _save(Path(f"{prefix}.{name}.npy"), a)
+    meta = {
+        "format": FORMAT,
+        "docs": n,
+        "terms": len(vocab),
+        "postings": int(len(docs)),
+        "window_shift": WINDOW_SHIFT,
+        "long_list": LONG_LIST,
+        "bound_b": BOUND_B,
+        "reference_avg": list(ref),
+    }
+    tmp = Path(f"{prefix}.json.tmp")
+    tmp.write_text(json.dumps(meta), encoding="utf-8")
+    os.replace(tmp, f"{prefix}.json")
+
+
+def _save(path: Path, a: np.ndarray) -> None:
+    with open(path, "wb") as f:
+        np.save(f, np.ascontiguousarray(a), allow_pickle=False)
+
+
+def _windows(
+    off: np.ndarray,
+    docs: np.ndarray,
+    tfx: np.ndarray,
+    tft: np.ndarray,
+    lens: np.ndarray,
+    ref: tuple[float, float],
+    n: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per long list: posting offset of each window and the window's largest pseudo frequency."""
+    nwin = max((n + (1 << WINDOW_SHIFT) - 1) >> WINDOW_SHIFT, 1)
+    starts = np.arange(nwin + 1, dtype=np.int64) << WINDOW_SHIFT
+    long_ids = np.flatnonzero(np.diff(off) >= LONG_LIST)
+    lrow = np.full(len(off) - 1, -1, dtype=np.int32)
+    lrow[long_ids] = np.arange(len(long_ids), dtype=np.int32)
+    woff = np.zeros((len(long_ids), nwin + 1), dtype=np.int32)
+    wmax = np.zeros((len(long_ids), 2, nwin), dtype=np.float32)
+    b = BOUND_B
+    for row, t in enumerate(long_ids.tolist()):
+        lo, hi = int(off[t]), int(off[t + 1])
+        d = docs[lo:hi]
+        woff[row] = np.searchsorted(d, starts)
+        wid = d >> WINDOW_SHIFT
+        first = np.flatnonzero(np.concatenate(([True], wid[1:] != wid[:-1])))
+        for f, tf in enumerate((tfx[lo:hi], tft[lo:hi])):
+            ntf = tf / (1 - b + b * LENGTHS[lens[f][d]] / ref[f])
+            wmax[row, f, wid[first]] = _round_up32(np.maximum.reduceat(ntf, first))
+    return lrow, woff, wmax
+
+
+def has_arrays(directory: Path, segid: str) -> bool:
+    return (directory / f"{segid}{SUFFIX}.json").exists()
+
+
+class SegmentPostings:
+    """One segment's postings arrays, memory-mapped (nothing is decoded at query time)."""
+
+    def __init__(self, directory: Path, segid: str) -> None:
+        prefix = f"{directory / segid}{SUFFIX}"
+        meta = json.loads(Path(f"{prefix}.json").read_text(encoding="utf-8"))
+        if meta.get("format") != FORMAT:
+            raise ValueError(f"{prefix}.json: postings format {meta.get('format')}, expected {FORMAT}")
+
+        def load(name: str) -> np.ndarray:
+            # A plain ndarray over the map: slicing a np.memmap costs ~4 us in Python overhead.
+            return np.load(f"{prefix}.{name}.npy", mmap_mode="r", allow_pickle=False).view(np.ndarray)
+
+        self.n = int(meta["docs"])
+        self.shift = int(meta["window_shift"])
+        self.bound_b = float(meta["bound_b"])
+        self.ref_avg = (float(meta["reference_avg"][0]), float(meta["reference_avg"][1]))
+        self._keys, self._tblob, self._toff, self._off = (
+            load("keys"),
+            load("tblob"),
+            load("toff"),
+            load("off"),
+        )
+        self._dftext = load("dftext")
+        self.docs, self.tfx, self.tft = load("docs"), load("tfx"), load("tft")
+        # Lengths are gathered per posting: read into memory (2 bytes a document).
+        self.lens = np.array(load("lens"))
+        self._pkeys, self._pkoff = load("pkeys"), load("pkoff")
+        self._lrow = load("lrow")
+        self.woff: np.ndarray | None = load("woff")
+        self.wmax: np.ndarray | None = load("wmax")
+
+    def _find(self, text: str) -> int:
+        h = np.uint64(term_hash(text))
+        want = text.encode("utf-8")
+        i = int(np.searchsorted(self._keys, h))
+        while i < len(self._keys) and self._keys[i] == h:
+            if self._tblob[self._toff[i] : self._toff[i + 1]].tobytes() == want:
+                return i
+            i += 1
+        return -1
+
+    def term(self, text: str) -> TermPostings | None:
+        i = self._find(text)
+        if i < 0:
+            return None
+        return TermPostings(
+            int(self._off[i]), int(self._off[i + 1]), int(self._lrow[i]), int(self._dftext[i])
+        )
+
+    def key(self, docnum: int) -> str:
+        return self._pkeys[self._pkoff[docnum] : self._pkoff[docnum + 1]].tobytes().decode("utf-8")
+
+    def keys(self) -> list[str]:
+        raw = self._pkeys.tobytes()
+        off = self._pkoff.tolist()
+        return [raw[off[i] : off[i + 1]].decode("utf-8") for i in range(self.n)]
+
+
+class WhooshSegment:
+    """The same interface over whoosh's own blocks, decoded per term on first use (no
+    arrays on disk: an index written before them; also the old path, for benchmarks)."""
+
+    def __init__(self, reader: Any) -> None:
+        self._r = reader
+        self.n = reader.doc_count_all()
+        self.shift = WINDOW_SHIFT
+        self.bound_b = BOUND_B
+        self.lens = segment_lengths(reader)
+        self.ref_avg = _reference_avg(self.lens)
+        self.woff: np.ndarray | None = None
+        self.wmax: np.ndarray | None = None
+
+    def term(self, text: str) -> TermPostings | None:
+        got: list[tuple[np.ndarray, np.ndarray] | None] = []
+        for name in FIELDS:
+            try:
+                m = self._r.postings(name, text)
+            except TermNotFound:
+                got.append(None)
+                continue
+            got.append(_block_postings(getattr(m, "child", m)))  # deletions are masked by the caller
+        if got[0] is None and got[1] is None:
+            return None
+        docs, tfx, tft = _merge_fields(got[0], got[1])
+        return TermPostings(0, len(docs), -1, int(np.count_nonzero(tfx)), (docs, tfx, tft))
+
+    def key(self, docnum: int) -> str:
+        return str(self._r.stored_fields(docnum).get("pid", ""))
+
+    def keys(self) -> list[str]:
+        return [self.key(i) for i in range(self.n)]
+
+
+def open_segment(directory: Path, reader: Any, arrays: bool = True) -> SegmentPostings | WhooshSegment:
+    segid = reader.segment().segment_id()
+    if arrays and has_arrays(directory, segid):
+        return SegmentPostings(directory, segid)
+    return WhooshSegment(reader)
+
+
+def ensure_arrays(directory: Path, ix: Any) -> int:
+    """Write arrays for every segment of a whoosh index that has none; how many were written."""
+    written = 0
+    with ix.reader() as r:
+        for leaf, _base in r.leaf_readers():
+            if leaf.doc_count_all() and not has_arrays(directory, leaf.segment().segment_id()):
+                write_segment(directory, leaf)
+                written += 1
+    return written
