@@ -46,7 +46,7 @@ import numpy as np
 from whoosh import index
 
 from .fusion import TITLE_WEIGHT
-from .impacts import Params, SegmentQuery, all_scores, top_k
+from .impacts import Params, Query, Term, all_scores, top_k
 from .lexical_postings import SegmentPostings, TermPostings, WhooshSegment, dead_docs, open_segment
 from .lexical_stats import (
     CORRECTIONS_FILE,
@@ -117,6 +117,8 @@ class LexicalIndex:
         self._bases: list[int] = []
         self._pids: dict[int, str] = {}
         self._param_cache: dict[float, Params] = {}
+        self._live_mask: np.ndarray | None = None
+        self._any_dead = False
         self._live = int(self._reader.doc_count())
 
     def _weighting(self) -> ExactBM25:
@@ -184,12 +186,12 @@ class LexicalIndex:
         leaves = self._leaves()
         out = [seg.term(text) for seg, _, _ in leaves]
         self._term_cache[text] = out
-        self._cached += _decoded(out)
+        self._cached += _decoded(out, leaves)
         while (self._cached > POSTINGS_CACHE or len(self._term_cache) > TERMS_CACHE) and len(
             self._term_cache
         ) > 1:
             old = next(iter(self._term_cache))
-            self._cached -= _decoded(self._term_cache.pop(old))
+            self._cached -= _decoded(self._term_cache.pop(old), leaves)
         return out
 
     def _df_text(self, text: str) -> int:
@@ -208,13 +210,9 @@ class LexicalIndex:
     def _live_postings(self, text: str) -> int:
         """Live documents holding the term in either field (BM25F's df)."""
         total = 0
-        for tp, (seg, _, dead) in zip(self._terms(text), self._leaves()):
-            if tp is None:
-                continue
-            total += tp.hi - tp.lo
-            if dead is not None:
-                docs = tp.data[0] if tp.data is not None else seg.docs[tp.lo : tp.hi]  # type: ignore[union-attr]
-                total -= int(np.count_nonzero(dead[docs]))
+        for tp, (_, _, dead) in zip(self._terms(text), self._leaves()):
+            if tp is not None:
+                total += len(tp.docs) - (int(np.count_nonzero(dead[tp.docs])) if dead is not None else 0)
         return total
 
     def _avg_text(self) -> float:
@@ -233,33 +231,36 @@ class LexicalIndex:
     def _query(
         self, terms: list[str], expansions: list[str] | None, expansion_weight: float, tw: float,
         allow: np.ndarray | None,
-    ) -> list[SegmentQuery]:  # fmt: skip
-        """Each segment's postings of the query's terms, weighted by idf and query frequency."""
+    ) -> Query:  # fmt: skip
+        """The query's terms, weighted by idf and query frequency, with their postings per segment."""
         weights: dict[str, float] = {t: float(c) for t, c in Counter(terms).items()}
         for t in expansions or []:
             weights.setdefault(t, expansion_weight)
         leaves = self._leaves()
-        per_seg: list[list[tuple[float, TermPostings]]] = [[] for _ in leaves]
+        out: list[Term] = []
         for text, qf in weights.items():
             tps = self._terms(text)
-            if all(tp is None for tp in tps):
+            if qf <= 0 or all(tp is None for tp in tps):
                 continue
             idf = self._idf_either(text) if tw > 0 else self._idf_text(text)
-            for i, tp in enumerate(tps):
-                if tp is not None:
-                    per_seg[i].append((idf * qf, tp))
-        out = []
-        for (seg, base, dead), ts in zip(leaves, per_seg):
-            if not ts:
-                continue
-            mask = None if dead is None else ~dead
-            if allow is not None:
-                part = np.zeros(seg.n, dtype=bool)
-                got = allow[base : base + seg.n]
-                part[: len(got)] = got
-                mask = part if mask is None else mask & part
-            out.append(_segment_query(seg, base, ts, mask, allow is not None))
-        return out
+            out.append(Term(idf * qf, [(i, tp) for i, tp in enumerate(tps) if tp is not None]))
+        n = self._n_docs()
+        return Query([(seg, base) for seg, base, _ in leaves], out, n, self._mask(allow, n))
+
+    def _mask(self, allow: np.ndarray | None, n: int) -> np.ndarray | None:
+        """The documents that may score: live, and allowed when a filter is given."""
+        if self._live_mask is None:
+            live = np.ones(n, dtype=bool)
+            for seg, base, dead in self._leaves():
+                if dead is not None:
+                    live[base : base + seg.n] = ~dead
+            self._live_mask = live
+            self._any_dead = not live.all()
+        if allow is None:
+            return self._live_mask if self._any_dead else None
+        mask = np.zeros(n, dtype=bool)
+        mask[: min(len(allow), n)] = allow[:n]
+        return mask & self._live_mask
 
     def _pid(self, docnum: int) -> str:
         pid = self._pids.get(docnum)
@@ -359,23 +360,10 @@ class LexicalIndex:
             pass
 
 
-def _segment_query(
-    seg: Postings, base: int, ts: list[tuple[float, TermPostings]], mask: np.ndarray | None, filtered: bool
-) -> SegmentQuery:
-    weight = np.array([w for w, _ in ts])
-    rows = np.array([tp.row for _, tp in ts], dtype=np.int64)
-    if isinstance(seg, SegmentPostings):
-        lo = np.array([tp.lo for _, tp in ts], dtype=np.int64)
-        hi = np.array([tp.hi for _, tp in ts], dtype=np.int64)
-        return SegmentQuery(seg, base, seg.docs, seg.tfx, seg.tft, lo, hi, weight, rows, mask, filtered)
-    # Decoded from whoosh's blocks: this query's terms laid end to end as one CSR.
-    data = [tp.data for _, tp in ts if tp.data is not None]
-    sizes = np.array([len(d[0]) for d in data], dtype=np.int64)
-    hi = np.cumsum(sizes)
-    docs, tfx, tft = (np.concatenate([d[i] for d in data]) for i in range(3))
-    return SegmentQuery(seg, base, docs, tfx, tft, hi - sizes, hi, weight, rows, mask, filtered)
-
-
-def _decoded(terms: list[TermPostings | None]) -> int:
+def _decoded(terms: list[TermPostings | None], leaves: list[tuple[Postings, int, np.ndarray | None]]) -> int:
     """Postings held in memory by one cache entry (those decoded from whoosh's blocks)."""
-    return sum(tp.hi - tp.lo for tp in terms if tp is not None and tp.data is not None)
+    return sum(
+        len(tp.docs)
+        for tp, (seg, _, _) in zip(terms, leaves)
+        if tp is not None and isinstance(seg, WhooshSegment)
+    )

@@ -5,23 +5,23 @@ zlib-compressed, delta-coded tuples: ~25-45 ms a query at 1M passages the first 
 long list is touched). A whoosh segment never changes once written, so at commit every
 new segment gets its postings written beside it, and a reader memory-maps them:
 
-    MAIN_<segid>.bm25.json           the segment's format, window size and reference lengths (written last)
+    MAIN_<segid>.bm25.json           the segment's format and reference lengths (written last)
     MAIN_<segid>.bm25.keys.npy       uint64 hash of each term (text or title), ascending: the dictionary
     MAIN_<segid>.bm25.tblob.npy      the terms' UTF-8 bytes in that order, ``toff`` their offsets (checks a hash)
     MAIN_<segid>.bm25.off.npy        int64 CSR offsets of each term's postings
     MAIN_<segid>.bm25.dftext.npy     int32 documents holding the term in the text (whoosh's doc_frequency)
+    MAIN_<segid>.bm25.tmax.npy       float32 (terms, 2) the list's largest text / title pseudo frequency
     MAIN_<segid>.bm25.docs.npy       int32 segment-local document numbers, ascending per term
     MAIN_<segid>.bm25.tfx/tft.npy    term frequency in the text / the title (0 where absent)
     MAIN_<segid>.bm25.lens.npy       uint8 (2, n) whoosh's one-byte field lengths (text, title) per document
-    MAIN_<segid>.bm25.pkey*.npy      the stored key (passage or document id) of each document
-    MAIN_<segid>.bm25.lrow/woff/wmax.npy  for long lists: posting offset and BM25 bound per window
+    MAIN_<segid>.bm25.pkeys/pkoff.npy  the stored key (passage or document id) of each document
 
 The two fields share one posting list per term (BM25F sums them before saturating). Term
 frequencies and lengths are stored, not scores: the average lengths move with every
 commit and delete, and scores must equal whoosh's to 1e-9 (float32 impacts could not).
-Long lists carry, per window of ``2**shift`` document numbers, the largest pseudo term
-frequency at a reference average length; :mod:`search.impacts` turns it into an upper
-bound for any average length and skips windows that cannot reach the top k.
+``tmax`` is each list's largest pseudo frequency ``tf / (1 - b + b dl / avg)`` at a
+reference ``b`` and average length; :mod:`search.impacts` turns it into an upper bound of
+the term's score at any average length and ``b`` (MaxScore's per-term bound).
 
 Whoosh stays the source of truth: deletions are read from its table of contents, a merge
 writes a new segment (and gets arrays of its own), and whoosh's clean-up removes a
@@ -44,14 +44,8 @@ from whoosh.util.numeric import byte_to_length
 
 FIELDS = ("text", "title")
 FORMAT = 1
-#: Documents per window (log2). 1,024: at 1M passages a common term's list has ~100
-#: postings in a window, and a query's ~1,000 windows sort in microseconds (measured
-#: against 256 and 4,096 in scripts/bm25_scale.py).
-WINDOW_SHIFT = 10
-#: Lists at least this long get stored window bounds; shorter ones are scored whole
-#: (that costs less than reading the bounds).
-LONG_LIST = 1024
-#: The ``b`` the stored bounds assume; another ``b`` rescales them (see impacts.bound_factor).
+#: The ``b`` the stored maxima assume (with the segment's own average lengths); another
+#: ``b`` or average rescales them (see impacts.bound_factor).
 BOUND_B = 0.4
 #: whoosh's one-byte length code, decoded.
 LENGTHS = np.array([byte_to_length(i) for i in range(256)], dtype=np.float64)
@@ -59,14 +53,13 @@ SUFFIX = ".bm25"
 
 
 class TermPostings(NamedTuple):
-    """Where one term's postings sit in one segment's arrays (``docs[lo:hi]`` ...)."""
+    """One term's postings in one segment (views over the arrays, or decoded from whoosh)."""
 
-    lo: int
-    hi: int
-    row: int  # row of its window bounds (woff, wmax), -1 for a short list
+    docs: np.ndarray  # int32, segment-local, ascending
+    tfx: np.ndarray  # frequency in the text (0: only in the title)
+    tft: np.ndarray  # frequency in the title
+    tmax: tuple[float, float]  # largest text / title pseudo frequency at the reference b and lengths
     df_text: int  # documents with the term in the text, deleted ones included (as whoosh counts)
-    # Decoded postings (docs, tfx, tft) for a segment without arrays; None: in the segment's arrays.
-    data: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
 
 def term_hash(text: str) -> int:
@@ -171,12 +164,10 @@ def write_segment(directory: Path, reader: Any) -> None:
     vocab = [vocab[i] for i in order]
     merged = [_merge_fields(fields["text"].get(t), fields["title"].get(t)) for t in vocab]
     fields.clear()
-    sizes = np.array([len(d) for d, _, _ in merged], dtype=np.int64)
     off = np.zeros(len(vocab) + 1, dtype=np.int64)
-    np.cumsum(sizes, out=off[1:])
-    cat = lambda i: np.concatenate([m[i] for m in merged]) if merged else np.zeros(0)  # noqa: E731
-    docs = cat(0).astype(np.int32)
-    tfx, tft = cat(1), cat(2)
+    np.cumsum([len(m[0]) for m in merged], out=off[1:])
+    docs, tfx, tft = (np.concatenate([m[i] for m in merged]) if merged else np.zeros(0) for i in range(3))
+    docs = docs.astype(np.int32)
     tblob = [t.encode("utf-8") for t in vocab]
     toff = np.zeros(len(vocab) + 1, dtype=np.int64)
     np.cumsum([len(b) for b in tblob], out=toff[1:])
@@ -184,27 +175,21 @@ def write_segment(directory: Path, reader: Any) -> None:
     koff = np.zeros(n + 1, dtype=np.int64)
     np.cumsum([len(k) for k in keys], out=koff[1:])
     ref = _reference_avg(lens)
-    lrow, woff, wmax = _windows(off, docs, tfx, tft, lens, ref, n)
     arrays: dict[str, np.ndarray] = {
         "keys": hashes[order],
         "tblob": np.frombuffer(b"".join(tblob), dtype=np.uint8),
         "toff": toff,
         "off": off,
-        "dftext": np.add.reduceat(tfx > 0, off[:-1]).astype(np.int32)
-        if len(docs)
-        else np.zeros(len(vocab), np.int32),
+        # whoosh keeps no term without postings, so no list is empty and reduceat is exact.
+        "dftext": np.add.reduceat(tfx > 0, off[:-1]).astype(np.int32) if len(docs) else np.zeros(0, np.int32),
+        "tmax": _term_max(off, docs, tfx, tft, lens, ref),
         "docs": docs,
         "tfx": _uint(tfx),
         "tft": _uint(tft),
         "lens": lens,
         "pkeys": np.frombuffer(b"".join(keys), dtype=np.uint8),
         "pkoff": koff,
-        "lrow": lrow,
-        "woff": woff,
-        "wmax": wmax,
     }
-    # reduceat yields a term's first posting for an empty list: none are empty here
-    # (whoosh keeps no term without postings), so dftext is exact.
     for name, a in arrays.items():
         _save(Path(f"{prefix}.{name}.npy"), a)
     meta = {
@@ -212,8 +197,6 @@ def write_segment(directory: Path, reader: Any) -> None:
         "docs": n,
         "terms": len(vocab),
         "postings": int(len(docs)),
-        "window_shift": WINDOW_SHIFT,
-        "long_list": LONG_LIST,
         "bound_b": BOUND_B,
         "reference_avg": list(ref),
     }
@@ -227,34 +210,21 @@ def _save(path: Path, a: np.ndarray) -> None:
         np.save(f, np.ascontiguousarray(a), allow_pickle=False)
 
 
-def _windows(
+def _term_max(
     off: np.ndarray,
     docs: np.ndarray,
     tfx: np.ndarray,
     tft: np.ndarray,
     lens: np.ndarray,
     ref: tuple[float, float],
-    n: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per long list: posting offset of each window and the window's largest pseudo frequency."""
-    nwin = max((n + (1 << WINDOW_SHIFT) - 1) >> WINDOW_SHIFT, 1)
-    starts = np.arange(nwin + 1, dtype=np.int64) << WINDOW_SHIFT
-    long_ids = np.flatnonzero(np.diff(off) >= LONG_LIST)
-    lrow = np.full(len(off) - 1, -1, dtype=np.int32)
-    lrow[long_ids] = np.arange(len(long_ids), dtype=np.int32)
-    woff = np.zeros((len(long_ids), nwin + 1), dtype=np.int32)
-    wmax = np.zeros((len(long_ids), 2, nwin), dtype=np.float32)
-    b = BOUND_B
-    for row, t in enumerate(long_ids.tolist()):
-        lo, hi = int(off[t]), int(off[t + 1])
-        d = docs[lo:hi]
-        woff[row] = np.searchsorted(d, starts)
-        wid = d >> WINDOW_SHIFT
-        first = np.flatnonzero(np.concatenate(([True], wid[1:] != wid[:-1])))
-        for f, tf in enumerate((tfx[lo:hi], tft[lo:hi])):
-            ntf = tf / (1 - b + b * LENGTHS[lens[f][d]] / ref[f])
-            wmax[row, f, wid[first]] = _round_up32(np.maximum.reduceat(ntf, first))
-    return lrow, woff, wmax
+) -> np.ndarray:
+    """Each list's largest text and title pseudo frequency (at BOUND_B and ``ref``), rounded up."""
+    out = np.zeros((len(off) - 1, 2), dtype=np.float32)
+    if len(docs):
+        for f, tf in enumerate((tfx, tft)):
+            ntf = tf / (1 - BOUND_B + BOUND_B * LENGTHS[lens[f][docs]] / ref[f])
+            out[:, f] = _round_up32(np.maximum.reduceat(ntf, off[:-1]))
+    return out
 
 
 def has_arrays(directory: Path, segid: str) -> bool:
@@ -275,23 +245,14 @@ class SegmentPostings:
             return np.load(f"{prefix}.{name}.npy", mmap_mode="r", allow_pickle=False).view(np.ndarray)
 
         self.n = int(meta["docs"])
-        self.shift = int(meta["window_shift"])
         self.bound_b = float(meta["bound_b"])
         self.ref_avg = (float(meta["reference_avg"][0]), float(meta["reference_avg"][1]))
-        self._keys, self._tblob, self._toff, self._off = (
-            load("keys"),
-            load("tblob"),
-            load("toff"),
-            load("off"),
-        )
-        self._dftext = load("dftext")
-        self.docs, self.tfx, self.tft = load("docs"), load("tfx"), load("tft")
+        self._keys, self._tblob, self._toff = load("keys"), load("tblob"), load("toff")
+        self._off, self._dftext, self._tmax = load("off"), load("dftext"), load("tmax")
+        self._docs, self._tfx, self._tft = load("docs"), load("tfx"), load("tft")
         # Lengths are gathered per posting: read into memory (2 bytes a document).
         self.lens = np.array(load("lens"))
         self._pkeys, self._pkoff = load("pkeys"), load("pkoff")
-        self._lrow = load("lrow")
-        self.woff: np.ndarray | None = load("woff")
-        self.wmax: np.ndarray | None = load("wmax")
 
     def _find(self, text: str) -> int:
         h = np.uint64(term_hash(text))
@@ -307,8 +268,10 @@ class SegmentPostings:
         i = self._find(text)
         if i < 0:
             return None
+        lo, hi = int(self._off[i]), int(self._off[i + 1])
+        tx, tt = self._tmax[i].tolist()
         return TermPostings(
-            int(self._off[i]), int(self._off[i + 1]), int(self._lrow[i]), int(self._dftext[i])
+            self._docs[lo:hi], self._tfx[lo:hi], self._tft[lo:hi], (tx, tt), int(self._dftext[i])
         )
 
     def key(self, docnum: int) -> str:
@@ -327,12 +290,9 @@ class WhooshSegment:
     def __init__(self, reader: Any) -> None:
         self._r = reader
         self.n = reader.doc_count_all()
-        self.shift = WINDOW_SHIFT
         self.bound_b = BOUND_B
         self.lens = segment_lengths(reader)
         self.ref_avg = _reference_avg(self.lens)
-        self.woff: np.ndarray | None = None
-        self.wmax: np.ndarray | None = None
 
     def term(self, text: str) -> TermPostings | None:
         got: list[tuple[np.ndarray, np.ndarray] | None] = []
@@ -346,7 +306,8 @@ class WhooshSegment:
         if got[0] is None and got[1] is None:
             return None
         docs, tfx, tft = _merge_fields(got[0], got[1])
-        return TermPostings(0, len(docs), -1, int(np.count_nonzero(tfx)), (docs, tfx, tft))
+        tx, tt = _term_max(np.array([0, len(docs)]), docs, tfx, tft, self.lens, self.ref_avg)[0].tolist()
+        return TermPostings(docs, tfx, tft, (tx, tt), int(np.count_nonzero(tfx)))
 
     def key(self, docnum: int) -> str:
         return str(self._r.stored_fields(docnum).get("pid", ""))
