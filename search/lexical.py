@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 from bisect import bisect_right
 from collections import Counter
 from pathlib import Path
@@ -72,8 +73,8 @@ Postings = SegmentPostings | WhooshSegment
 #: Postings decoded from whoosh's blocks kept per index (segments without arrays only;
 #: docnum and two frequencies, ~20 bytes each): ~80 MB at most.
 POSTINGS_CACHE = 4_000_000
-#: Terms whose per-segment postings (views over the arrays) stay looked up.
-TERMS_CACHE = 50_000
+#: Terms whose per-segment postings (views over the arrays, ~0.3 kB a segment) stay looked up.
+TERMS_CACHE = 20_000
 # The old helpers' names, for code that reached in (tests, scripts).
 _segment_names = segment_names
 _corrections_file = corrections_file
@@ -118,6 +119,8 @@ class LexicalIndex:
         self._pids: dict[int, str] = {}
         self._param_cache: dict[float, Params] = {}
         self._live_mask: np.ndarray | None = None
+        self._acc: np.ndarray | None = None
+        self._acc_lock = threading.Lock()
         self._any_dead = False
         self._live = int(self._reader.doc_count())
 
@@ -296,7 +299,15 @@ class LexicalIndex:
             return []
         tw = self.title_weight if title_weight is None else title_weight
         q = self._query(terms, expansions, expansion_weight, tw, allow)
-        docs, scores = top_k(q, self._params(tw), limit, stats)
+        # One accumulator per index, zero between queries; a concurrent query gets its own.
+        shared = self._acc_lock.acquire(blocking=False)
+        try:
+            if shared and (self._acc is None or len(self._acc) < q.n_docs):
+                self._acc = np.zeros(q.n_docs)
+            docs, scores = top_k(q, self._params(tw), limit, self._acc if shared else None, stats)
+        finally:
+            if shared:
+                self._acc_lock.release()
         return [(self._pid(int(d)), float(s)) for d, s in zip(docs.tolist(), scores.tolist())]
 
     def docnum_keys(self) -> list[str | None]:

@@ -182,3 +182,20 @@ def test_a_postings_format_from_the_future_is_refused(tmp_path: Path) -> None:
     meta.write_text(meta.read_text().replace('"format": 1', '"format": 99'))
     with pytest.raises(ValueError, match="postings format 99"):
         lx.LexicalIndex(path).search(["goal"], 1)
+
+
+def test_concurrent_queries_agree_with_one_at_a_time(tmp_path: Path) -> None:
+    # One accumulator per index, taken by whichever query finds it free; the others use
+    # their own. Either way each query leaves the shared one zeroed for the next.
+    from concurrent.futures import ThreadPoolExecutor
+
+    _index(tmp_path / "lex")
+    ix = lx.LexicalIndex(tmp_path / "lex")
+    rng = random.Random(9)
+    queries = [[t for w in rng.sample(WORDS, rng.randint(1, 5)) for t in analyze(w)] for _ in range(40)]
+    want = [ix.search(q, 10) for q in queries]
+    with ThreadPoolExecutor(8) as pool:
+        for _ in range(3):
+            assert list(pool.map(lambda q: ix.search(q, 10), queries)) == want
+    assert ix._acc is not None and not ix._acc.any()
+    ix.close()
