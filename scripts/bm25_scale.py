@@ -15,10 +15,13 @@ build: several whoosh segments) and builds into ``OUT/lexical.tmp``, renamed to
 
 ``measure`` times the BM25 stage as the engine runs it (passages top ``--k`` and the
 document level twice as deep, with the football expansions) over the dev questions and
-BBC headlines, each configuration in a fresh process: cold (the first pass over the
-questions after opening) and warm (the next pass), the old path (whoosh's posting blocks
-decoded per query term) against the new (the postings arrays written at commit). It also
-reports the open time, the RSS of the lexical side and the disk used.
+BBC headlines: ``main`` (the code in ``--main-code``: whoosh's posting blocks decoded per
+query term), ``whoosh`` (this code reading whoosh's blocks) and ``arrays`` (this code on
+the postings arrays written at commit). Latency comes from one fresh process that asks
+each question of every path in turn, the index's files evicted from the page cache
+first: cold is the first pass, warm the next; wall and CPU time (on a shared machine the
+wall time also measures the other processes). Open time and RSS come from one fresh
+process per path. It also reports the build time and the disk used.
 """
 
 from __future__ import annotations
@@ -33,10 +36,10 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 ROOT = Path(__file__).resolve().parent.parent
-# ``serve --code DIR`` imports the engine from another checkout (the old path: /work/main).
-sys.path.insert(0, sys.argv[sys.argv.index("--code") + 1] if "--code" in sys.argv else str(ROOT))
+sys.path.insert(0, str(ROOT))
 
 from search import lexical as lx  # noqa: E402
 from search.chunk import DEFAULT_TARGET_CHARS, sentence_spans  # noqa: E402
@@ -218,53 +221,93 @@ def _evict(lexical: Path) -> None:
                 os.close(fd)
 
 
-def serve(index_dir: Path, path: str, qfile: Path, k: int, evict: bool) -> dict[str, object]:
-    """One fresh process: open the lexical side, then time each question twice (cold, warm)."""
-    from search.fusion import doc_weight, with_documents
-    from search.text import query_terms
-    from search.vocab import expand, is_football
+def _load(code: str) -> SimpleNamespace:
+    """The engine's lexical pieces imported from the checkout ``code`` (a module set of its own)."""
+    import importlib
 
+    for name in [m for m in sys.modules if m == "search" or m.startswith("search.")]:
+        del sys.modules[name]
+    sys.path.insert(0, code)
+    try:
+        mods = {m: importlib.import_module(f"search.{m}") for m in ("lexical", "text", "vocab", "fusion")}
+    finally:
+        sys.path.remove(code)
+    return SimpleNamespace(**mods)
+
+
+class _Stage:
+    """The BM25 stage as the local backend runs it: passages, and documents twice as deep."""
+
+    def __init__(self, ns: SimpleNamespace, lexical: Path, path: str, k: int) -> None:
+        kw = {} if path == "main" else {"arrays": path == "arrays"}
+        t0 = time.perf_counter()
+        self.lex = ns.lexical.LexicalIndex(lexical, **kw)
+        self.docs = ns.lexical.LexicalIndex(lexical, indexname=ns.lexical.DOCS, **kw)
+        self.lex._leaves()
+        self.docs._leaves()
+        self.open_s = time.perf_counter() - t0
+        self.ns, self.k = ns, k
+        self.football = ns.vocab.is_football(self.lex.idf)
+        self.dw = ns.fusion.doc_weight(self.docs.doc_count())
+
+    def __call__(self, question: str) -> list[tuple[str, float]]:
+        terms = self.ns.text.query_terms(question)
+        exp = self.ns.vocab.expand(terms) if self.football else []
+        hits = self.lex.search(terms, self.k, exp)
+        if self.dw > 0:
+            hits = self.ns.fusion.with_documents(hits, self.docs.search(terms, 2 * self.k, exp), self.dw)[
+                : self.k
+            ]
+        return hits
+
+
+def _code(path: str, main_code: str) -> str:
+    return main_code if path == "main" else str(ROOT)
+
+
+def serve(index_dir: Path, path: str, qfile: Path, k: int, main_code: str) -> dict[str, object]:
+    """One fresh process, one path: open time and RSS (the index's files evicted first)."""
     lexical = index_dir / "lexical"
-    if evict:
-        _evict(lexical)
+    ns = _load(_code(path, main_code))
+    _evict(lexical)
     base = _status()
-    kw = {} if path == "main" else {"arrays": path == "arrays"}
-    t0 = time.perf_counter()
-    lex = lx.LexicalIndex(lexical, **kw)  # type: ignore[arg-type]
-    docs = lx.LexicalIndex(lexical, indexname=lx.DOCS, **kw)  # type: ignore[arg-type]
-    lex._leaves()
-    docs._leaves()
-    open_s = time.perf_counter() - t0
+    stage = _Stage(ns, lexical, path, k)
     opened = _status()
-    football = is_football(lex.idf)
-    dw = doc_weight(docs.doc_count())
-    qs = [q for q in qfile.read_text(encoding="utf-8").splitlines() if q.strip()]
-    passes: dict[str, list[float]] = {"cold": [], "warm": []}
-    cpu: dict[str, list[float]] = {"cold": [], "warm": []}
-    tops: list[list[str]] = []
-    for name, times in passes.items():
-        for q in qs:
-            terms = query_terms(q)
-            exp = expand(terms) if football else []
-            t, c = time.perf_counter(), time.process_time()
-            hits = lex.search(terms, k, exp)
-            if dw > 0:
-                hits = with_documents(hits, docs.search(terms, 2 * k, exp), dw)[:k]
-            times.append(time.perf_counter() - t)
-            # CPU time as well: on a shared machine wall time mostly measures the others.
-            cpu[name].append(time.process_time() - c)
-            if name == "warm":
-                tops.append([p for p, _ in hits[:10]])
-    end = _status()
+    for q in qfile.read_text(encoding="utf-8").splitlines():
+        stage(q)
     return {
         "path": path,
-        "open_s": open_s,
-        "football": football,
-        "rss_mb": {"before_open": base, "after_open": opened, "after": end},
-        "ms": {name: [t * 1000 for t in ts] for name, ts in passes.items()},
-        "cpu_ms": {name: [t * 1000 for t in ts] for name, ts in cpu.items()},
-        "top10": tops,
+        "open_s": stage.open_s,
+        "rss_mb": {"before_open": base, "after_open": opened, "after": _status()},
     }
+
+
+def race(index_dir: Path, paths: list[str], qfile: Path, k: int, main_code: str) -> dict[str, object]:
+    """One fresh process, every path: each question asked of each path in turn (the order
+    rotating), cold (the index's files evicted, first pass) then warm, so every path
+    meets the same load on a shared machine. Wall and CPU time per question."""
+    lexical = index_dir / "lexical"
+    loaded = {code: _load(code) for code in {_code(p, main_code) for p in paths}}
+    _evict(lexical)
+    stages = {p: _Stage(loaded[_code(p, main_code)], lexical, p, k) for p in paths}
+    qs = [q for q in qfile.read_text(encoding="utf-8").splitlines() if q.strip()]
+    out: dict[str, dict[str, object]] = {p: {"ms": {}, "cpu_ms": {}, "top10": []} for p in paths}
+    for name in ("cold", "warm"):
+        wall: dict[str, list[float]] = {p: [] for p in paths}
+        cpu: dict[str, list[float]] = {p: [] for p in paths}
+        for i, q in enumerate(qs):
+            for p in paths[i % len(paths) :] + paths[: i % len(paths)]:
+                t, c = time.perf_counter(), time.process_time()
+                hits = stages[p](q)
+                wall[p].append((time.perf_counter() - t) * 1000)
+                # CPU time as well: on a shared machine wall time also measures the others.
+                cpu[p].append((time.process_time() - c) * 1000)
+                if name == "warm":
+                    out[p]["top10"].append([pid for pid, _ in hits[:10]])  # type: ignore[union-attr]
+        for p in paths:
+            out[p]["ms"][name] = wall[p]  # type: ignore[index]
+            out[p]["cpu_ms"][name] = cpu[p]  # type: ignore[index]
+    return out
 
 
 def _pct(xs: list[float], q: float) -> float:
@@ -273,7 +316,7 @@ def _pct(xs: list[float], q: float) -> float:
 
 
 def measure(
-    index_dir: Path, data: Path, dev: Path, paths: list[str], k: int, headlines: int
+    index_dir: Path, data: Path, dev: Path, paths: list[str], k: int, headlines: int, main_code: str
 ) -> dict[str, object]:
     import subprocess
     import tempfile
@@ -288,18 +331,22 @@ def measure(
     out: dict[str, object] = {"build": info, "questions": len(qs), "k": k, "load_start": os.getloadavg()[0]}
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
         f.write("\n".join(q.replace("\n", " ") for q in qs))
+
+    def run(*args: str) -> dict[str, object]:
+        cmd = [sys.executable, __file__, *args, "--index", str(index_dir), "--questions", f.name]
+        cmd += ["--k", str(k), "--main-code", main_code]
+        print(f"  {' '.join(cmd)}", file=sys.stderr, flush=True)
+        return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)  # type: ignore[no-any-return]
+
+    raced = run("race", "--paths", ",".join(paths))
     for path in paths:
-        code = "/work/main" if path == "main" else str(ROOT)
-        cmd = [sys.executable, __file__, "serve", "--index", str(index_dir), "--path", path]
-        cmd += ["--questions", f.name, "--k", str(k), "--code", code]
-        print(f"  {path}: {' '.join(cmd)}", file=sys.stderr, flush=True)
-        res = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+        res = {**run("serve", "--path", path), **raced[path]}  # type: ignore[dict-item]
         out[path] = res
-        ms = res["ms"]
+        ms, cpu = res["ms"], res["cpu_ms"]
         print(
             f"  {path}: open {res['open_s']:.2f} s, cold p50 {_pct(ms['cold'], 50):.1f} ms p95 "
-            f"{_pct(ms['cold'], 95):.1f}, warm p50 {_pct(ms['warm'], 50):.2f} ms p95 {_pct(ms['warm'], 95):.2f}, "
-            f"RSS {res['rss_mb']['after']['VmRSS']:.0f} MB",
+            f"{_pct(ms['cold'], 95):.1f}, warm p50 {_pct(ms['warm'], 50):.2f} ms p95 {_pct(ms['warm'], 95):.2f} "
+            f"(CPU {_pct(cpu['warm'], 50):.2f}), RSS {res['rss_mb']['after']['VmRSS']:.0f} MB",
             file=sys.stderr,
             flush=True,
         )
@@ -316,20 +363,22 @@ def table(res: dict[str, object]) -> str:
     rows = [
         f"{b['passages']:,} passages, {b['articles']:,} articles, {res['questions']} questions, k={res['k']}, "  # type: ignore[index]
         f"load {res['load_start']:.1f} -> {res['load_end']:.1f}",
-        "| path | open s | cold p50 ms | cold p95 ms | warm p50 ms | warm p95 ms | warm CPU p50 / p95 ms "
+        "| path | open s | cold p50 / p95 ms | warm p50 / p95 ms | CPU cold p50 / p95 ms | CPU warm p50 / p95 ms "
         "| RSS after open MB | RSS after MB |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|",
     ]
+
+    def pp(xs: list[float]) -> str:
+        return f"{_pct(xs, 50):.2f} / {_pct(xs, 95):.2f}"
+
     for path in ("main", "whoosh", "arrays"):
         r = res.get(path)
         if not isinstance(r, dict):
             continue
-        ms, rss = r["ms"], r["rss_mb"]
+        ms, cpu, rss = r["ms"], r["cpu_ms"], r["rss_mb"]
         rows.append(
-            f"| {path} | {r['open_s']:.2f} | {_pct(ms['cold'], 50):.2f} | {_pct(ms['cold'], 95):.2f} | "
-            f"{_pct(ms['warm'], 50):.2f} | {_pct(ms['warm'], 95):.2f} | "
-            f"{_pct(r['cpu_ms']['warm'], 50):.2f} / {_pct(r['cpu_ms']['warm'], 95):.2f} | "
-            f"{rss['after_open']['VmRSS'] - rss['before_open']['VmRSS']:.0f} | "
+            f"| {path} | {r['open_s']:.2f} | {pp(ms['cold'])} | {pp(ms['warm'])} | {pp(cpu['cold'])} | "
+            f"{pp(cpu['warm'])} | {rss['after_open']['VmRSS'] - rss['before_open']['VmRSS']:.0f} | "
             f"{rss['after']['VmRSS'] - rss['before_open']['VmRSS']:.0f} |"
         )
     rows.append(
@@ -361,21 +410,25 @@ def main() -> None:
     )
     m.add_argument("--headlines", type=int, default=225)
     m.add_argument("--json", action="store_true")
-    s = sub.add_parser("serve", help=argparse.SUPPRESS)
-    s.add_argument("--index", type=Path, required=True)
-    s.add_argument("--path", required=True)
-    s.add_argument("--questions", type=Path, required=True)
-    s.add_argument("--k", type=int, default=50)
-    s.add_argument("--code", default=str(ROOT))
-    s.add_argument("--no-evict", action="store_true")
+    m.add_argument("--main-code", default="/work/main", help="the checkout the 'main' path imports")
+    for name in ("serve", "race"):  # the fresh processes measure runs
+        s = sub.add_parser(name, help=argparse.SUPPRESS)
+        s.add_argument("--index", type=Path, required=True)
+        s.add_argument("--path" if name == "serve" else "--paths", required=True)
+        s.add_argument("--questions", type=Path, required=True)
+        s.add_argument("--k", type=int, default=50)
+        s.add_argument("--main-code", default="/work/main")
     args = ap.parse_args()
     if args.cmd == "build":
         print(json.dumps(build(args.out, args.passages, args.data, args.seed, args.commit_every), indent=2))
     elif args.cmd == "measure":
-        res = measure(args.index, args.data, args.dev, args.paths.split(","), args.k, args.headlines)
+        paths = args.paths.split(",")
+        res = measure(args.index, args.data, args.dev, paths, args.k, args.headlines, args.main_code)
         print(json.dumps(res) if args.json else table(res))
+    elif args.cmd == "serve":
+        print(json.dumps(serve(args.index, args.path, args.questions, args.k, args.main_code)))
     else:
-        print(json.dumps(serve(args.index, args.path, args.questions, args.k, not args.no_evict)))
+        print(json.dumps(race(args.index, args.paths.split(","), args.questions, args.k, args.main_code)))
 
 
 if __name__ == "__main__":

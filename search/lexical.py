@@ -99,14 +99,19 @@ class LexicalIndex:
         self.indexname = indexname
         self.title_weight = title_weight
         self._ix = index.open_dir(str(self.path), indexname=indexname, readonly=True)
+        # The table of contents alone: segments, their sizes, field lengths and deletions.
+        # whoosh's reader (it loads every segment's term index: ~0.9 MB a 1,000 passages)
+        # opens only for the reference path and for segments without postings arrays.
+        self._toc = self._ix._read_toc()
+        self._whoosh_reader: Any = None
+        self._segment_readers: list[Any] = []
         corr = Corrections.load(self.path / corrections_file(indexname))
-        self._reader = self._ix.reader()
         # A published generation's directory never changes, so its table of
-        # contents names exactly the segments this reader holds.
-        self.correction = corr.total(segment_names(self._ix))
+        # contents names exactly the segments this index holds.
+        self.correction = corr.total(s.segment_id() for s in self._toc.segments)
         self.k1, self.b = k1, b
         # whoosh's Searcher (and whoosh.query, ~50 ms of a cold start to import) only
-        # for the reference path; the fast path reads through self._reader.
+        # for the reference path.
         self._whoosh_searcher: Any = None
         self._leaf_data: list[tuple[Postings, int, np.ndarray | None]] | None = None
         # Per generation (a generation never changes): df over either field, text idf.
@@ -122,22 +127,31 @@ class LexicalIndex:
         self._acc: np.ndarray | None = None
         self._acc_lock = threading.Lock()
         self._any_dead = False
-        self._live = int(self._reader.doc_count())
+        self._live = self.doc_count()
+
+    @property
+    def _reader(self) -> Any:
+        """whoosh's reader over every segment, opened on first use."""
+        if self._whoosh_reader is None:
+            self._whoosh_reader = self._ix.reader()
+        return self._whoosh_reader
+
+    def _segment_reader(self, segment: Any) -> Any:
+        from whoosh.reading import SegmentReader
+
+        r = SegmentReader(self._ix.storage, self._toc.schema, segment, generation=self._toc.generation)
+        self._segment_readers.append(r)
+        return r
+
+    def _field_length(self, name: str) -> int:
+        """Total length of a field, deleted documents included (as whoosh counts it)."""
+        return sum(int(s._fieldlengths.get(name, 0)) for s in self._toc.segments)
 
     def _weighting(self) -> ExactBM25:
         return ExactBM25(self.correction, self.k1, self.b)
 
     def doc_count(self) -> int:
-        return int(self._reader.doc_count())
-
-    @property
-    def _stats(self) -> ExactBM25:
-        # One per generation: its idf cache stays valid because a generation never changes
-        # (looking a term up in every whoosh segment cost ~0.5 ms a term at 100k passages).
-        st = self.__dict__.get("_stats_cache")
-        if st is None:
-            st = self.__dict__["_stats_cache"] = self._weighting()
-        return st
+        return sum(int(s.doc_count()) for s in self._toc.segments)
 
     def idf(self, text: str) -> float:
         """The BM25(F) idf of one term, from the same exact statistics the scorer uses."""
@@ -155,8 +169,8 @@ class LexicalIndex:
 
     def _avg_title(self) -> float:
         if self._title_avg is None:
-            n = max(self._reader.doc_count(), 1)
-            total = self._reader.field_length(TITLE) - self.correction.title_length
+            n = max(self._live, 1)
+            total = self._field_length(TITLE) - self.correction.title_length
             self._title_avg = max(total / n, 1e-9)
         return self._title_avg
 
@@ -165,10 +179,13 @@ class LexicalIndex:
         """Per whoosh segment: (its postings, first docnum, deleted mask or None)."""
         if self._leaf_data is None:
             out = []
-            for r, base in self._reader.leaf_readers():
-                if r.doc_count_all() == 0:
-                    continue  # whoosh's EmptyReader (an index with no documents yet)
-                out.append((open_segment(self.path, r, self.arrays), int(base), dead_docs(r)))
+            base = 0  # whoosh numbers documents segment after segment, in this order
+            for seg in self._toc.segments:
+                n = seg.doc_count_all()
+                if n:
+                    postings = open_segment(self.path, seg, self._segment_reader, self.arrays)
+                    out.append((postings, base, dead_docs(seg)))
+                base += n
             self._leaf_data = out
             self._bases = [base for _, base, _ in out]
         return self._leaf_data
@@ -221,7 +238,7 @@ class LexicalIndex:
     def _avg_text(self) -> float:
         """The text field's average length after deletes (ExactBM25's ``avgfl``)."""
         n = max(self._live, 1)
-        return max((self._reader.field_length(FIELD) - self.correction.length) / n, 1e-9)
+        return max((self._field_length(FIELD) - self.correction.length) / n, 1e-9)
 
     def _params(self, title_weight: float) -> Params:
         got = self._param_cache.get(title_weight)
@@ -364,11 +381,12 @@ class LexicalIndex:
         return dict(self.search(terms, limit=max(self.doc_count(), 1)))
 
     def close(self) -> None:
-        try:
-            # A searcher closes its reader with it.
-            (self._whoosh_searcher or self._reader).close()
-        except Exception:  # pragma: no cover - closing is best effort
-            pass
+        for r in [self._whoosh_searcher or self._whoosh_reader, *self._segment_readers]:
+            try:
+                if r is not None:
+                    r.close()  # a searcher closes its reader with it
+            except Exception:  # pragma: no cover - closing is best effort
+                pass
 
 
 def _decoded(terms: list[TermPostings | None], leaves: list[tuple[Postings, int, np.ndarray | None]]) -> int:

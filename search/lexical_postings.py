@@ -35,6 +35,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -124,12 +125,12 @@ def segment_lengths(reader: Any) -> np.ndarray:
     return out
 
 
-def dead_docs(reader: Any) -> np.ndarray | None:
-    """Deleted documents of a segment (bool over its document numbers), or None."""
-    if not reader.has_deletions():
+def dead_docs(segment: Any) -> np.ndarray | None:
+    """Deleted documents of a whoosh segment (bool over its document numbers), or None."""
+    if not segment.has_deletions():
         return None
-    dead = np.zeros(reader.doc_count_all(), dtype=bool)
-    dead[np.fromiter(reader.deleted_docs_set, dtype=np.int64)] = True
+    dead = np.zeros(segment.doc_count_all(), dtype=bool)
+    dead[np.fromiter(segment.deleted_docs(), dtype=np.int64)] = True
     return dead
 
 
@@ -316,11 +317,15 @@ class WhooshSegment:
         return [self.key(i) for i in range(self.n)]
 
 
-def open_segment(directory: Path, reader: Any, arrays: bool = True) -> SegmentPostings | WhooshSegment:
-    segid = reader.segment().segment_id()
+def open_segment(
+    directory: Path, segment: Any, reader: Callable[[Any], Any], arrays: bool = True
+) -> SegmentPostings | WhooshSegment:
+    """A whoosh segment's postings: its arrays, or (none, or ``arrays`` False) its blocks
+    through ``reader(segment)``."""
+    segid = segment.segment_id()
     if arrays and has_arrays(directory, segid):
         return SegmentPostings(directory, segid)
-    return WhooshSegment(reader)
+    return WhooshSegment(reader(segment))
 
 
 def ensure_arrays(directory: Path, ix: Any) -> int:
