@@ -199,3 +199,18 @@ def test_concurrent_queries_agree_with_one_at_a_time(tmp_path: Path) -> None:
             assert list(pool.map(lambda q: ix.search(q, 10), queries)) == want
     assert ix._acc is not None and not ix._acc.any()
     ix.close()
+
+
+def test_an_index_without_arrays_gets_them_on_its_next_write(tmp_path: Path) -> None:
+    path = tmp_path / "lex"
+    _index(path)
+    for f in path.glob("*.bm25.*"):
+        f.unlink()  # as an index written before postings arrays
+    w = lx.LexicalWriter(path)
+    w.add("z0#0", "z0", "nothing of note")
+    w.commit(merge=False)
+    ix, old = lx.LexicalIndex(path), lx.LexicalIndex(path, arrays=False)
+    assert len(ix._leaves()) == 3 and all(isinstance(s, lp.SegmentPostings) for s, _, _ in ix._leaves())
+    assert ix.search(analyze("goal keeper"), 20) == old.search(analyze("goal keeper"), 20)
+    ix.close()
+    old.close()
