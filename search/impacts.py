@@ -67,6 +67,8 @@ class Term:
 
 @dataclass
 class Query:
+    """A query over every segment of one index, as :func:`top_k` and :func:`all_scores` take it."""
+
     segments: list[tuple[Postings, int]]  # (postings, first global document number)
     terms: list[Term]  # in query order
     n_docs: int

@@ -81,7 +81,8 @@ _corrections_file = corrections_file
 
 
 class LexicalIndex:
-    """A read-only view of one whoosh index (passages, or ``indexname="docs"``), one reader kept open."""
+    """A read-only view of one whoosh index (passages, or ``indexname="docs"``) over its
+    postings arrays, memory-mapped; whoosh's own reader only where needed."""
 
     def __init__(
         self,
@@ -308,9 +309,9 @@ class LexicalIndex:
         numbers, see :meth:`docnum_keys`) is a filter: only those documents score, so
         the result is the best ``limit`` of them. Collection statistics stay those of the
         whole index: a filter selects, it does not re-weigh (Lucene's filter context).
-        Long posting lists are mostly skipped (block-max pruning, :mod:`search.impacts`);
-        the result equals the exhaustive top ``limit`` exactly (tested). ``stats``
-        receives how many document windows held a match and how many were scored.
+        The long lists of common words are mostly left unread (MaxScore,
+        :mod:`search.impacts`); the result equals the exhaustive top ``limit`` exactly
+        (tested). ``stats`` receives counts of postings held, read and looked up.
         """
         if not terms or limit <= 0:
             return []
