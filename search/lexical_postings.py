@@ -68,15 +68,6 @@ def term_hash(text: str) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little")
 
 
-def _uint(a: np.ndarray) -> np.ndarray:
-    """Non-negative integers in the narrowest unsigned type that holds them."""
-    top = int(a.max()) if len(a) else 0
-    for t in (np.uint8, np.uint16, np.uint32):
-        if top <= np.iinfo(t).max:
-            return a.astype(t)
-    return a.astype(np.uint64)
-
-
 def _block_postings(m: Any) -> tuple[np.ndarray, np.ndarray]:
     """All postings of one whoosh leaf matcher, block by block: (docnums, frequencies)."""
     ids: list[np.ndarray] = []
@@ -146,49 +137,136 @@ def _round_up32(v: np.ndarray) -> np.ndarray:
     return f
 
 
+#: Postings decoded and held at once while a segment's arrays are written (~40 bytes
+#: each): a segment of any size is written in bounded memory.
+WRITE_CHUNK = 2_000_000
+
+
+class _Sink:
+    """Appends one array's values to a raw file, then turns it into a ``.npy`` in the
+    narrowest unsigned type that holds them (chunk by chunk: bounded memory)."""
+
+    def __init__(self, path: Path, dtype: type) -> None:
+        self.path, self.dtype, self.n, self.max = path, np.dtype(dtype), 0, 0
+        self.raw = Path(f"{path}.raw")
+        self._f = open(self.raw, "wb")
+
+    def append(self, a: np.ndarray) -> None:
+        if len(a):
+            self._f.write(np.ascontiguousarray(a, dtype=self.dtype).tobytes())
+            self.n += len(a)
+            self.max = max(self.max, int(a.max()))
+
+    def finish(self, narrow: bool = True) -> None:
+        self._f.close()
+        dtype: np.dtype[Any] = self.dtype
+        if narrow:
+            dtype = next(
+                np.dtype(t)
+                for t in (np.uint8, np.uint16, np.uint32, np.uint64)
+                if self.max <= np.iinfo(t).max
+            )
+        if not self.n:
+            _save(self.path, np.zeros(0, dtype))
+        else:
+            src = np.memmap(self.raw, dtype=self.dtype, mode="r", shape=(self.n,))
+            out = np.lib.format.open_memmap(self.path, mode="w+", dtype=dtype, shape=(self.n,))
+            for i in range(0, self.n, WRITE_CHUNK):
+                out[i : i + WRITE_CHUNK] = src[i : i + WRITE_CHUNK]
+            out.flush()
+            del out, src
+        self.raw.unlink()
+
+
 def write_segment(directory: Path, reader: Any) -> None:
-    """Write one whoosh segment's postings as arrays beside it (see the module docstring)."""
+    """Write one whoosh segment's postings as arrays beside it (see the module docstring).
+
+    Terms go in the order of their hash (the dictionary's order); each is decoded from
+    whoosh's blocks, its text and title postings merged, and appended to the arrays in
+    chunks of about WRITE_CHUNK postings.
+    """
     segid = reader.segment().segment_id()
-    prefix = directory / f"{segid}{SUFFIX}"
+    prefix = f"{directory / segid}{SUFFIX}"
     n = reader.doc_count_all()
     lens = segment_lengths(reader)
+    ref = _reference_avg(lens)
     terms_reader = reader._terms
     fmt = {name: reader.schema[name].format for name in FIELDS}
-    fields: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]] = {name: {} for name in FIELDS}
-    for (fieldname, tbytes), info in terms_reader.items():
-        if fieldname in fields:
-            m = reader._codec.postings_reader(terms_reader._postfile, info, fmt[fieldname])
-            fields[fieldname][tbytes.decode("utf-8")] = _block_postings(m)
-    vocab = sorted(set(fields["text"]) | set(fields["title"]))
-    hashes = np.array([term_hash(t) for t in vocab], dtype=np.uint64)
+    in_field: dict[str, set[bytes]] = {name: set() for name in FIELDS}
+    for fieldname, tbytes in terms_reader.terms():
+        if fieldname in in_field:
+            in_field[fieldname].add(tbytes)
+    vocab = sorted(in_field["text"] | in_field["title"])
+    hashes = np.array([term_hash(t.decode("utf-8")) for t in vocab], dtype=np.uint64)
     order = np.argsort(hashes, kind="stable")
     vocab = [vocab[i] for i in order]
-    merged = [_merge_fields(fields["text"].get(t), fields["title"].get(t)) for t in vocab]
-    fields.clear()
+    sinks = {
+        name: _Sink(Path(f"{prefix}.{name}.npy"), dt)
+        for name, dt in (("docs", np.int32), ("tfx", np.uint32), ("tft", np.uint32))
+    }
     off = np.zeros(len(vocab) + 1, dtype=np.int64)
-    np.cumsum([len(m[0]) for m in merged], out=off[1:])
-    docs, tfx, tft = (np.concatenate([m[i] for m in merged]) if merged else np.zeros(0) for i in range(3))
-    docs = docs.astype(np.int32)
-    tblob = [t.encode("utf-8") for t in vocab]
+    dftext = np.zeros(len(vocab), dtype=np.int32)
+    tmax = np.zeros((len(vocab), 2), dtype=np.float32)
+    chunk: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    first = held = 0
+
+    def decode(field: str, tbytes: bytes) -> tuple[np.ndarray, np.ndarray] | None:
+        if tbytes not in in_field[field]:
+            return None
+        info = terms_reader.term_info(field, tbytes)
+        return _block_postings(reader._codec.postings_reader(terms_reader._postfile, info, fmt[field]))
+
+    def flush(upto: int) -> None:
+        """Write the held terms ``first:upto``: their postings, df and largest pseudo frequency."""
+        nonlocal chunk, first, held
+        if chunk:
+            docs, tfx, tft = (np.concatenate([c[i] for c in chunk]) for i in range(3))
+            starts = off[first:upto] - off[first]
+            dftext[first:upto] = np.add.reduceat(tfx > 0, starts)  # no list is empty (whoosh keeps none)
+            tmax[first:upto] = _term_max(starts, docs, tfx, tft, lens, ref)
+            for name, a in (("docs", docs), ("tfx", tfx), ("tft", tft)):
+                sinks[name].append(a)
+        chunk, first, held = [], upto, 0
+
+    try:
+        for i, tbytes in enumerate(vocab):
+            docs, tfx, tft = _merge_fields(decode("text", tbytes), decode("title", tbytes))
+            chunk.append((docs, tfx, tft))
+            off[i + 1] = off[i] + len(docs)
+            held += len(docs)
+            if held >= WRITE_CHUNK:
+                flush(i + 1)
+        flush(len(vocab))
+        sinks["docs"].finish(narrow=False)
+        sinks["tfx"].finish()
+        sinks["tft"].finish()
+    finally:
+        for sink in sinks.values():
+            sink.raw.unlink(missing_ok=True)
     toff = np.zeros(len(vocab) + 1, dtype=np.int64)
-    np.cumsum([len(b) for b in tblob], out=toff[1:])
-    keys = [str(reader._perdoc.stored_fields(i).get("pid", "")).encode("utf-8") for i in range(n)]
+    np.cumsum([len(t) for t in vocab], out=toff[1:])
+    keys = _Sink(Path(f"{prefix}.pkeys.npy"), np.uint8)
     koff = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum([len(k) for k in keys], out=koff[1:])
-    ref = _reference_avg(lens)
+    try:
+        for start in range(0, n, 65536):
+            got = [
+                str(reader._perdoc.stored_fields(i).get("pid", "")).encode("utf-8")
+                for i in range(start, min(start + 65536, n))
+            ]
+            np.cumsum([len(k) for k in got], out=koff[start + 1 : start + 1 + len(got)])
+            koff[start + 1 : start + 1 + len(got)] += koff[start]
+            keys.append(np.frombuffer(b"".join(got), dtype=np.uint8))
+        keys.finish(narrow=False)
+    finally:
+        keys.raw.unlink(missing_ok=True)
     arrays: dict[str, np.ndarray] = {
         "keys": hashes[order],
-        "tblob": np.frombuffer(b"".join(tblob), dtype=np.uint8),
+        "tblob": np.frombuffer(b"".join(vocab), dtype=np.uint8),
         "toff": toff,
         "off": off,
-        # whoosh keeps no term without postings, so no list is empty and reduceat is exact.
-        "dftext": np.add.reduceat(tfx > 0, off[:-1]).astype(np.int32) if len(docs) else np.zeros(0, np.int32),
-        "tmax": _term_max(off, docs, tfx, tft, lens, ref),
-        "docs": docs,
-        "tfx": _uint(tfx),
-        "tft": _uint(tft),
+        "dftext": dftext,
+        "tmax": tmax,
         "lens": lens,
-        "pkeys": np.frombuffer(b"".join(keys), dtype=np.uint8),
         "pkoff": koff,
     }
     for name, a in arrays.items():
@@ -197,7 +275,7 @@ def write_segment(directory: Path, reader: Any) -> None:
         "format": FORMAT,
         "docs": n,
         "terms": len(vocab),
-        "postings": int(len(docs)),
+        "postings": int(off[-1]),
         "bound_b": BOUND_B,
         "reference_avg": list(ref),
     }
@@ -219,12 +297,15 @@ def _term_max(
     lens: np.ndarray,
     ref: tuple[float, float],
 ) -> np.ndarray:
-    """Each list's largest text and title pseudo frequency (at BOUND_B and ``ref``), rounded up."""
-    out = np.zeros((len(off) - 1, 2), dtype=np.float32)
+    """Each list's largest text and title pseudo frequency (at BOUND_B and ``ref``), rounded up.
+
+    ``off``: where each list starts in ``docs`` (none empty).
+    """
+    out = np.zeros((len(off), 2), dtype=np.float32)
     if len(docs):
         for f, tf in enumerate((tfx, tft)):
             ntf = tf / (1 - BOUND_B + BOUND_B * LENGTHS[lens[f][docs]] / ref[f])
-            out[:, f] = _round_up32(np.maximum.reduceat(ntf, off[:-1]))
+            out[:, f] = _round_up32(np.maximum.reduceat(ntf, off))
     return out
 
 
@@ -307,7 +388,7 @@ class WhooshSegment:
         if got[0] is None and got[1] is None:
             return None
         docs, tfx, tft = _merge_fields(got[0], got[1])
-        tx, tt = _term_max(np.array([0, len(docs)]), docs, tfx, tft, self.lens, self.ref_avg)[0].tolist()
+        tx, tt = _term_max(np.zeros(1, np.int64), docs, tfx, tft, self.lens, self.ref_avg)[0].tolist()
         return TermPostings(docs, tfx, tft, (tx, tt), int(np.count_nonzero(tfx)))
 
     def key(self, docnum: int) -> str:

@@ -214,3 +214,26 @@ def test_an_index_without_arrays_gets_them_on_its_next_write(tmp_path: Path) -> 
     assert ix.search(analyze("goal keeper"), 20) == old.search(analyze("goal keeper"), 20)
     ix.close()
     old.close()
+
+
+def test_arrays_written_in_chunks_equal_arrays_written_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    docs = _passages(4, 200, "d")
+
+    def arrays(path: Path) -> dict[str, np.ndarray]:
+        lx.create(path)
+        w = lx.LexicalWriter(path)
+        _add(w, docs)
+        w.commit()
+        (meta,) = path.glob("MAIN_*.bm25.json")
+        prefix = meta.name[: -len(".json")]
+        return {f.name[len(prefix) :]: np.load(f) for f in path.glob(f"{prefix}.*.npy")}
+
+    whole = arrays(tmp_path / "whole")
+    monkeypatch.setattr(lp, "WRITE_CHUNK", 7)  # a flush every few terms
+    chunked = arrays(tmp_path / "chunked")
+    assert whole.keys() == chunked.keys() and len(whole) == 12
+    for name, a in whole.items():
+        assert a.dtype == chunked[name].dtype and np.array_equal(a, chunked[name]), name
+    assert not list((tmp_path / "chunked").glob("*.raw"))
