@@ -72,23 +72,49 @@ class Query:
     segments: list[tuple[Postings, int]]  # (postings, first global document number)
     terms: list[Term]  # in query order
     n_docs: int
+    lens: np.ndarray  # uint8 (2, n_docs): every segment's field length codes, end to end
     mask: np.ndarray | None = None  # global documents that may score (live and allowed), or all
 
 
-def contributions(
-    seg: Postings, tp: TermPostings, weight: float, p: Params, idx: np.ndarray | None = None
+def _shares(
+    docs: np.ndarray,
+    tfx: np.ndarray,
+    tft: np.ndarray | None,
+    lens: np.ndarray,
+    weight: float | np.ndarray,
+    p: Params,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """One term's score in each (local) document it matches; ``idx``: only those postings."""
-    docs, tfx = (tp.docs, tp.tfx) if idx is None else (tp.docs[idx], tp.tfx[idx])
-    ntf = tfx / p.norm[0][seg.lens[0][docs]]
+    """Scores of postings (``docs`` index ``lens``; ``tft`` None: no title anywhere among them)."""
+    ntf = tfx / p.norm[0][lens[0][docs]]
     if p.title_weight <= 0:
-        if idx is not None or tp.df_text < len(tp.docs):
-            hit = tfx > 0  # with no title, a title-only posting is no match at all
+        hit = tfx > 0  # with no title, a title-only posting is no match at all
+        if not hit.all():
             docs, ntf = docs[hit], ntf[hit]
-    elif tp.tmax[1] > 0:  # the term is in some title (never in the document-level index)
-        tft = tp.tft if idx is None else tp.tft[idx]
-        ntf = ntf + (p.title_weight * tft) / p.norm[1][seg.lens[1][docs]]
+            weight = weight[hit] if isinstance(weight, np.ndarray) else weight
+    elif tft is not None:
+        ntf = ntf + (p.title_weight * tft) / p.norm[1][lens[1][docs]]
     return docs, weight * ntf / (ntf + p.k1)
+
+
+def _titled(t: Term, p: Params) -> bool:
+    return p.title_weight > 0 and any(tp.tmax[1] > 0 for _, tp in t.parts)
+
+
+def contributions(q: Query, t: Term, p: Params) -> tuple[np.ndarray, np.ndarray]:
+    """One term's score in every document it matches, over all segments at once (global
+    document numbers): a dozen numpy calls a term rather than a dozen a segment."""
+    parts = [tp for _, tp in t.parts]
+    bases = [q.segments[s][1] for s, _ in t.parts]
+    title = _titled(t, p)
+    tft: np.ndarray | None
+    if len(parts) == 1:
+        docs, tfx, tft = parts[0].docs + bases[0], parts[0].tfx, parts[0].tft
+    else:
+        docs = np.concatenate([tp.docs for tp in parts])
+        docs += np.repeat(np.array(bases, dtype=docs.dtype), [len(tp.docs) for tp in parts])
+        tfx = np.concatenate([tp.tfx for tp in parts])
+        tft = np.concatenate([tp.tft for tp in parts]) if title else None
+    return _shares(docs, tfx, tft if title else None, q.lens, t.weight, p)
 
 
 def bound_factor(b0: float, ref: float, b: float, avg: float) -> float:
@@ -165,17 +191,15 @@ def top_k(
     try:
         for j, ti in enumerate(order):
             t = q.terms[ti]
-            for s, tp in t.parts:
-                seg, base = q.segments[s]
-                d, c = contributions(seg, tp, t.weight, p)
-                d = d + base  # global document numbers (never in place: d may be the map)
-                if j == 0:
-                    seen.append(d)
-                    acc[d] = c  # nothing there yet
-                else:
-                    seen.append(d[acc[d] == 0])  # shares are positive: 0 is unmet
-                    acc[d] += c  # no document twice within one term: a plain scatter
-                read += len(tp.docs)
+            d, c = contributions(q, t, p)
+            if j == 0:
+                seen.append(d)
+                acc[d] = c  # nothing there yet
+            else:
+                had = acc[d]
+                seen.append(d[had == 0])  # shares are positive: 0 is unmet
+                acc[d] = had + c  # no document twice within one term: a plain scatter
+            read += sum(len(tp.docs) for _, tp in t.parts)
             if j + 1 < len(order) and rest[j] < sum(ub[i] for i in order[: j + 1]):
                 # The terms left could be too weak to matter: is the certain k-th above them?
                 theta = _certain_kth(_seen(seen, q.mask), acc, k, theta)
@@ -233,6 +257,7 @@ def _look_up(q: Query, p: Params, t: Term, cand: np.ndarray, acc: np.ndarray) ->
     eight postings).
     """
     looked = 0
+    title = _titled(t, p)
     bases = np.array([base for _, base in q.segments] + [q.n_docs])
     cuts = np.searchsorted(cand, bases)
     for s, tp in t.parts:
@@ -249,7 +274,7 @@ def _look_up(q: Query, p: Params, t: Term, cand: np.ndarray, acc: np.ndarray) ->
             wanted = np.zeros(seg.n, dtype=bool)
             wanted[want] = True
             found = np.flatnonzero(wanted[tp.docs])
-        d, c = contributions(seg, tp, t.weight, p, found)
+        d, c = _shares(tp.docs[found], tp.tfx[found], tp.tft[found] if title else None, seg.lens, t.weight, p)
         acc[d + base] += c
     return looked
 
@@ -269,12 +294,9 @@ def all_scores(q: Query, p: Params) -> tuple[np.ndarray, np.ndarray]:
     ids_parts: list[np.ndarray] = []
     c_parts: list[np.ndarray] = []
     for ti in order:
-        t = q.terms[ti]
-        for s, tp in t.parts:
-            seg, base = q.segments[s]
-            d, c = contributions(seg, tp, t.weight, p)
-            ids_parts.append(d + base)
-            c_parts.append(c)
+        d, c = contributions(q, q.terms[ti], p)
+        ids_parts.append(d)
+        c_parts.append(c)
     if not ids_parts:
         return np.zeros(0, np.int64), np.zeros(0)
     ids, cs = np.concatenate(ids_parts), np.concatenate(c_parts)

@@ -126,6 +126,7 @@ class LexicalIndex:
         self._param_cache: dict[float, Params] = {}
         self._live_mask: np.ndarray | None = None
         self._acc: np.ndarray | None = None
+        self._lens: np.ndarray | None = None  # every segment's length codes end to end
         self._acc_lock = threading.Lock()
         self._any_dead = False
         self._live = self.doc_count()
@@ -266,7 +267,13 @@ class LexicalIndex:
             idf = self._idf_either(text) if tw > 0 else self._idf_text(text)
             out.append(Term(idf * qf, [(i, tp) for i, tp in enumerate(tps) if tp is not None]))
         n = self._n_docs()
-        return Query([(seg, base) for seg, base, _ in leaves], out, n, self._mask(allow, n))
+        if self._lens is None:
+            self._lens = (
+                np.concatenate([seg.lens for seg, _, _ in leaves], axis=1)
+                if leaves
+                else np.zeros((2, 0), np.uint8)
+            )
+        return Query([(seg, base) for seg, base, _ in leaves], out, n, self._lens, self._mask(allow, n))
 
     def _mask(self, allow: np.ndarray | None, n: int) -> np.ndarray | None:
         """The documents that may score: live, and allowed when a filter is given."""
