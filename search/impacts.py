@@ -217,7 +217,7 @@ def top_k(
                 # Whatever the terms not yet added bring is at most rest: below theta, out.
                 cand = cand[partial + rest[j] >= theta]
                 if j == essential - 1:
-                    cand = np.sort(cand)  # the few left, in order for the look-ups
+                    cand = np.sort(cand, kind="stable")  # a few ascending runs: timsort merges them
                     if stats is not None:
                         stats["candidates"] = stats.get("candidates", 0) + len(cand)
             return _best(cand, acc[cand], k)
