@@ -32,6 +32,10 @@ from .lexical_postings import LENGTHS, TermPostings
 
 #: A bound is inflated by this much so float rounding never makes it fall below a score.
 SLACK = 1e-9
+#: A filter passing fewer documents than the query's postings over this is applied first:
+#: its documents are looked up in every list (a look-up costs about as much as reading
+#: this many postings).
+FILTER_FIRST = 16
 
 
 class Postings(Protocol):
@@ -74,6 +78,7 @@ class Query:
     n_docs: int
     lens: np.ndarray  # uint8 (2, n_docs): every segment's field length codes, end to end
     mask: np.ndarray | None = None  # global documents that may score (live and allowed), or all
+    filtered: bool = False  # the mask holds a filter, not only deletions
 
 
 def _shares(
@@ -182,8 +187,25 @@ def top_k(
     order, ub = _order(q, p)
     if not order:
         return np.zeros(0, np.int32), np.zeros(0)
-    rest = [sum(ub[i] for i in order[j + 1 :]) for j in range(len(order))]
     acc = np.zeros(q.n_docs) if acc is None else acc
+    if q.mask is not None and q.filtered:
+        allowed = np.flatnonzero(q.mask)
+        if len(allowed) * FILTER_FIRST < sum(len(tp.docs) for t in q.terms for _, tp in t.parts):
+            # Few documents pass the filter: look every term up for them alone (Lucene's
+            # leap-frog), rather than read lists whose documents the filter mostly drops.
+            looked = 0
+            try:
+                for ti in order:
+                    looked += _look_up(q, p, q.terms[ti], allowed, acc)
+                scores = acc[allowed]
+                hit = scores > 0
+                return _best(allowed[hit], scores[hit], k)
+            finally:
+                acc[allowed] = 0.0
+                if stats is not None:
+                    stats["looked_up"] = stats.get("looked_up", 0) + looked
+                    stats["filter_first"] = stats.get("filter_first", 0) + 1
+    rest = [sum(ub[i] for i in order[j + 1 :]) for j in range(len(order))]
     seen: list[np.ndarray] = []  # each matched document once, in the order first met
     theta = -math.inf  # a k-th best score certain to be reached: a lower bound of the final one
     read = looked = 0

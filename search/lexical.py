@@ -273,7 +273,8 @@ class LexicalIndex:
                 if leaves
                 else np.zeros((2, 0), np.uint8)
             )
-        return Query([(seg, base) for seg, base, _ in leaves], out, n, self._lens, self._mask(allow, n))
+        segments: list[tuple[Any, int]] = [(seg, base) for seg, base, _ in leaves]
+        return Query(segments, out, n, self._lens, self._mask(allow, n), filtered=allow is not None)
 
     def _mask(self, allow: np.ndarray | None, n: int) -> np.ndarray | None:
         """The documents that may score: live, and allowed when a filter is given."""

@@ -96,6 +96,7 @@ def test_pruned_top_k_equals_exhaustive(tmp_path: Path) -> None:
         want = _exhaustive(ix, terms, limit, **kw)
         assert got == want, (terms, exp, limit, tw)  # the very same floats, the same order
     assert stats["read"] < stats["postings"] / 2, stats  # common terms' lists mostly unread
+    assert stats["filter_first"] > 0, stats  # selective filters were applied before the lists
     ix.close()
 
 
