@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from search import impacts
 from search import lexical as lx
 from search import lexical_postings as lp
 from search.text import analyze
@@ -17,6 +18,12 @@ WORDS = (
     "goal winner equaliser header minute england argentina messi kane stoppage penalty save cross "
     "corner keeper striker defender referee var offside final semi league cup derby volley"
 ).split()
+
+
+@pytest.fixture
+def pruning(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Prune however short the lists (a corpus this small is otherwise scored whole)."""
+    monkeypatch.setattr(impacts, "EXHAUSTIVE_BELOW", 0)
 
 
 def _zipf_text(rng: random.Random, n: int) -> str:
@@ -75,7 +82,7 @@ def _exhaustive(ix: lx.LexicalIndex, terms: list[str], limit: int, **kw: object)
     return [(ix._pid(int(d)), float(s)) for d, s in zip(docs[order], scores[order])]
 
 
-def test_pruned_top_k_equals_exhaustive(tmp_path: Path) -> None:
+def test_pruned_top_k_equals_exhaustive(pruning: None, tmp_path: Path) -> None:
     _index(tmp_path / "lex")
     ix = lx.LexicalIndex(tmp_path / "lex")
     assert len(ix._leaves()) == 2 and all(isinstance(s, lp.SegmentPostings) for s, _, _ in ix._leaves())
@@ -100,7 +107,7 @@ def test_pruned_top_k_equals_exhaustive(tmp_path: Path) -> None:
     ix.close()
 
 
-def test_a_common_terms_list_is_not_read(tmp_path: Path) -> None:
+def test_a_common_terms_list_is_not_read(pruning: None, tmp_path: Path) -> None:
     _index(tmp_path / "lex")
     ix = lx.LexicalIndex(tmp_path / "lex")
     stats: dict[str, int] = {}
@@ -111,7 +118,7 @@ def test_a_common_terms_list_is_not_read(tmp_path: Path) -> None:
     ix.close()
 
 
-def test_filter_returns_every_allowed_match_when_fewer_than_k(tmp_path: Path) -> None:
+def test_filter_returns_every_allowed_match_when_fewer_than_k(pruning: None, tmp_path: Path) -> None:
     docs = _index(tmp_path / "lex")
     ix = lx.LexicalIndex(tmp_path / "lex")
     keys = ix.docnum_keys()
@@ -185,7 +192,7 @@ def test_a_postings_format_from_the_future_is_refused(tmp_path: Path) -> None:
         lx.LexicalIndex(path).search(["goal"], 1)
 
 
-def test_concurrent_queries_agree_with_one_at_a_time(tmp_path: Path) -> None:
+def test_concurrent_queries_agree_with_one_at_a_time(pruning: None, tmp_path: Path) -> None:
     # One accumulator per index, taken by whichever query finds it free; the others use
     # their own. Either way each query leaves the shared one zeroed for the next.
     from concurrent.futures import ThreadPoolExecutor
