@@ -88,20 +88,21 @@ class Query:
 def _shares(
     docs: np.ndarray,
     tfx: np.ndarray,
-    tft: np.ndarray | None,
+    title: tuple[np.ndarray, np.ndarray] | None,
     lens: np.ndarray,
-    weight: float | np.ndarray,
+    weight: float,
     p: Params,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Scores of postings (``docs`` index ``lens``; ``tft`` None: no title anywhere among them)."""
+    """Scores of postings: ``docs`` index ``lens``; ``title`` (positions among the
+    postings, frequencies) where a posting's document has the term in its title."""
     ntf = tfx / p.norm[0][lens[0][docs]]
     if p.title_weight <= 0:
         hit = tfx > 0  # with no title, a title-only posting is no match at all
         if not hit.all():
             docs, ntf = docs[hit], ntf[hit]
-            weight = weight[hit] if isinstance(weight, np.ndarray) else weight
-    elif tft is not None:
-        ntf = ntf + (p.title_weight * tft) / p.norm[1][lens[1][docs]]
+    elif title is not None and len(title[0]):
+        pos, tf = title
+        ntf[pos] += (p.title_weight * tf) / p.norm[1][lens[1][docs[pos]]]
     return docs, weight * ntf / (ntf + p.k1)
 
 
@@ -114,16 +115,23 @@ def contributions(q: Query, t: Term, p: Params) -> tuple[np.ndarray, np.ndarray]
     document numbers): a dozen numpy calls a term rather than a dozen a segment."""
     parts = [tp for _, tp in t.parts]
     bases = [q.segments[s][1] for s, _ in t.parts]
-    title = _titled(t, p)
-    tft: np.ndarray | None
+    title: tuple[np.ndarray, np.ndarray] | None = None
     if len(parts) == 1:
-        docs, tfx, tft = parts[0].docs + bases[0], parts[0].tfx, parts[0].tft
+        docs, tfx = parts[0].docs + bases[0], parts[0].tfx
+        if _titled(t, p):
+            title = parts[0].tpos, parts[0].ttf
     else:
+        sizes = [len(tp.docs) for tp in parts]
         docs = np.concatenate([tp.docs for tp in parts])
-        docs += np.repeat(np.array(bases, dtype=docs.dtype), [len(tp.docs) for tp in parts])
+        docs += np.repeat(np.array(bases, dtype=docs.dtype), sizes)
         tfx = np.concatenate([tp.tfx for tp in parts])
-        tft = np.concatenate([tp.tft for tp in parts]) if title else None
-    return _shares(docs, tfx, tft if title else None, q.lens, t.weight, p)
+        if _titled(t, p):
+            starts = np.cumsum([0, *sizes[:-1]])
+            title = (
+                np.concatenate([tp.tpos + start for tp, start in zip(parts, starts)]),
+                np.concatenate([tp.ttf for tp in parts]),
+            )
+    return _shares(docs, tfx, title, q.lens, t.weight, p)
 
 
 def bound_factor(b0: float, ref: float, b: float, avg: float) -> float:
@@ -313,7 +321,12 @@ def _look_up(q: Query, p: Params, t: Term, cand: np.ndarray, acc: np.ndarray) ->
             wanted = np.zeros(seg.n, dtype=bool)
             wanted[want] = True
             found = np.flatnonzero(wanted[tp.docs])
-        d, c = _shares(tp.docs[found], tp.tfx[found], tp.tft[found] if title else None, seg.lens, t.weight, p)
+        sub = None
+        if title and len(tp.tpos):  # the found postings that have a title frequency
+            i = np.minimum(np.searchsorted(tp.tpos, found), len(tp.tpos) - 1)
+            has = np.flatnonzero(tp.tpos[i] == found)
+            sub = has, tp.ttf[i[has]]
+        d, c = _shares(tp.docs[found], tp.tfx[found], sub, seg.lens, t.weight, p)
         acc[d + base] += c
     return looked
 

@@ -12,7 +12,9 @@ new segment gets its postings written beside it, and a reader memory-maps them:
     MAIN_<segid>.bm25.dftext.npy     int32 documents holding the term in the text (whoosh's doc_frequency)
     MAIN_<segid>.bm25.tmax.npy       float32 (terms, 2) the list's largest text / title pseudo frequency
     MAIN_<segid>.bm25.docs.npy       int32 segment-local document numbers, ascending per term
-    MAIN_<segid>.bm25.tfx/tft.npy    term frequency in the text / the title (0 where absent)
+    MAIN_<segid>.bm25.tfx.npy        term frequency in the text (0: the term is only in the title)
+    MAIN_<segid>.bm25.tpos/ttf.npy   the postings with a title frequency (~6% of a passage's,
+                                     none of a document's): position in ``docs``, frequency
     MAIN_<segid>.bm25.lens.npy       uint8 (2, n) whoosh's one-byte field lengths (text, title) per document
     MAIN_<segid>.bm25.pkeys/pkoff.npy  the stored key (passage or document id) of each document
 
@@ -58,7 +60,8 @@ class TermPostings(NamedTuple):
 
     docs: np.ndarray  # int32, segment-local, ascending
     tfx: np.ndarray  # frequency in the text (0: only in the title)
-    tft: np.ndarray  # frequency in the title
+    tpos: np.ndarray  # which postings have a title frequency (positions in docs, ascending)
+    ttf: np.ndarray  # and that frequency
     tmax: tuple[float, float]  # largest text / title pseudo frequency at the reference b and lengths
     df_text: int  # documents with the term in the text, deleted ones included (as whoosh counts)
 
@@ -157,9 +160,10 @@ class _Sink:
             self.n += len(a)
             self.max = max(self.max, int(a.max()))
 
-    def finish(self, narrow: bool = True) -> None:
+    def finish(self, narrow: bool = True, dtype: Any = None) -> None:
+        """``narrow``: the narrowest unsigned type; else ``dtype``, else the raw one."""
         self._f.close()
-        dtype: np.dtype[Any] = self.dtype
+        dtype = np.dtype(dtype or self.dtype)
         if narrow:
             dtype = next(
                 np.dtype(t)
@@ -202,7 +206,7 @@ def write_segment(directory: Path, reader: Any) -> None:
     vocab = [vocab[i] for i in order]
     sinks = {
         name: _Sink(Path(f"{prefix}.{name}.npy"), dt)
-        for name, dt in (("docs", np.int32), ("tfx", np.uint32), ("tft", np.uint32))
+        for name, dt in (("docs", np.int32), ("tfx", np.uint32), ("tpos", np.int64), ("ttf", np.uint32))
     }
     off = np.zeros(len(vocab) + 1, dtype=np.int64)
     dftext = np.zeros(len(vocab), dtype=np.int32)
@@ -224,7 +228,13 @@ def write_segment(directory: Path, reader: Any) -> None:
             starts = off[first:upto] - off[first]
             dftext[first:upto] = np.add.reduceat(tfx > 0, starts)  # no list is empty (whoosh keeps none)
             tmax[first:upto] = _term_max(starts, docs, tfx, tft, lens, ref)
-            for name, a in (("docs", docs), ("tfx", tfx), ("tft", tft)):
+            titled = np.flatnonzero(tft)
+            for name, a in (
+                ("docs", docs),
+                ("tfx", tfx),
+                ("tpos", titled + off[first]),
+                ("ttf", tft[titled]),
+            ):
                 sinks[name].append(a)
         chunk, first, held = [], upto, 0
 
@@ -239,7 +249,8 @@ def write_segment(directory: Path, reader: Any) -> None:
         flush(len(vocab))
         sinks["docs"].finish(narrow=False)
         sinks["tfx"].finish()
-        sinks["tft"].finish()
+        sinks["tpos"].finish(narrow=False, dtype=np.int32 if sinks["tpos"].max < 2**31 else np.int64)
+        sinks["ttf"].finish()
     finally:
         for sink in sinks.values():
             sink.raw.unlink(missing_ok=True)
@@ -331,7 +342,7 @@ class SegmentPostings:
         self.ref_avg = (float(meta["reference_avg"][0]), float(meta["reference_avg"][1]))
         self._keys, self._tblob, self._toff = load("keys"), load("tblob"), load("toff")
         self._off, self._dftext, self._tmax = load("off"), load("dftext"), load("tmax")
-        self._docs, self._tfx, self._tft = load("docs"), load("tfx"), load("tft")
+        self._docs, self._tfx, self._tpos, self._ttf = load("docs"), load("tfx"), load("tpos"), load("ttf")
         # Lengths are gathered per posting: read into memory (2 bytes a document).
         self.lens = np.array(load("lens"))
         self._pkeys, self._pkoff = load("pkeys"), load("pkoff")
@@ -353,8 +364,12 @@ class SegmentPostings:
         lo, hi = int(self._off[i]), int(self._off[i + 1])
         tx, tt = self._tmax[i].tolist()
         return TermPostings(
-            self._docs[lo:hi], self._tfx[lo:hi], self._tft[lo:hi], (tx, tt), int(self._dftext[i])
+            self._docs[lo:hi], self._tfx[lo:hi], *self._title(lo, hi), (tx, tt), int(self._dftext[i])
         )
+
+    def _title(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        a, b = np.searchsorted(self._tpos, [lo, hi])
+        return self._tpos[a:b].astype(np.int64) - lo, self._ttf[a:b]
 
     def key(self, docnum: int) -> str:
         return self._pkeys[self._pkoff[docnum] : self._pkoff[docnum + 1]].tobytes().decode("utf-8")
@@ -389,7 +404,8 @@ class WhooshSegment:
             return None
         docs, tfx, tft = _merge_fields(got[0], got[1])
         tx, tt = _term_max(np.zeros(1, np.int64), docs, tfx, tft, self.lens, self.ref_avg)[0].tolist()
-        return TermPostings(docs, tfx, tft, (tx, tt), int(np.count_nonzero(tfx)))
+        titled = np.flatnonzero(tft)
+        return TermPostings(docs, tfx, titled, tft[titled], (tx, tt), int(np.count_nonzero(tfx)))
 
     def key(self, docnum: int) -> str:
         return str(self._r.stored_fields(docnum).get("pid", ""))

@@ -241,7 +241,7 @@ def test_arrays_written_in_chunks_equal_arrays_written_at_once(
     whole = arrays(tmp_path / "whole")
     monkeypatch.setattr(lp, "WRITE_CHUNK", 7)  # a flush every few terms
     chunked = arrays(tmp_path / "chunked")
-    assert whole.keys() == chunked.keys() and len(whole) == 12
+    assert whole.keys() == chunked.keys() and len(whole) == 13
     for name, a in whole.items():
         assert a.dtype == chunked[name].dtype and np.array_equal(a, chunked[name]), name
     assert not list((tmp_path / "chunked").glob("*.raw"))
