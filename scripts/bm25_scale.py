@@ -177,7 +177,7 @@ def derive(lexical: Path) -> float:
     """Write the postings arrays of every segment that lacks them (as a commit does); seconds."""
     from whoosh import index
 
-    from search.lexical_postings import ensure_arrays
+    from search.lexical_writer import ensure_arrays
 
     t0 = time.perf_counter()
     for name in ("MAIN", lx.DOCS):

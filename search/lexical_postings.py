@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -71,7 +70,7 @@ def term_hash(text: str) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little")
 
 
-def _block_postings(m: Any) -> tuple[np.ndarray, np.ndarray]:
+def block_postings(m: Any) -> tuple[np.ndarray, np.ndarray]:
     """All postings of one whoosh leaf matcher, block by block: (docnums, frequencies)."""
     ids: list[np.ndarray] = []
     tfs: list[np.ndarray] = []
@@ -86,7 +85,7 @@ def _block_postings(m: Any) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(ids), np.concatenate(tfs)
 
 
-def _merge_fields(
+def merge_fields(
     x: tuple[np.ndarray, np.ndarray] | None, t: tuple[np.ndarray, np.ndarray] | None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One posting list from a term's text and title postings: (docs, tf text, tf title)."""
@@ -128,7 +127,7 @@ def dead_docs(segment: Any) -> np.ndarray | None:
     return dead
 
 
-def _reference_avg(lens: np.ndarray) -> tuple[float, float]:
+def reference_avg(lens: np.ndarray) -> tuple[float, float]:
     return tuple(max(float(LENGTHS[row].mean()) if len(row) else 1.0, 1.0) for row in lens)  # type: ignore[return-value]
 
 
@@ -140,167 +139,7 @@ def _round_up32(v: np.ndarray) -> np.ndarray:
     return f
 
 
-#: Postings decoded and held at once while a segment's arrays are written (~40 bytes
-#: each): a segment of any size is written in bounded memory.
-WRITE_CHUNK = 2_000_000
-
-
-class _Sink:
-    """Appends one array's values to a raw file, then turns it into a ``.npy`` in the
-    narrowest unsigned type that holds them (chunk by chunk: bounded memory)."""
-
-    def __init__(self, path: Path, dtype: type) -> None:
-        self.path, self.dtype, self.n, self.max = path, np.dtype(dtype), 0, 0
-        self.raw = Path(f"{path}.raw")
-        self._f = open(self.raw, "wb")
-
-    def append(self, a: np.ndarray) -> None:
-        if len(a):
-            self._f.write(np.ascontiguousarray(a, dtype=self.dtype).tobytes())
-            self.n += len(a)
-            self.max = max(self.max, int(a.max()))
-
-    def finish(self, narrow: bool = True, dtype: Any = None) -> None:
-        """``narrow``: the narrowest unsigned type; else ``dtype``, else the raw one."""
-        self._f.close()
-        dtype = np.dtype(dtype or self.dtype)
-        if narrow:
-            dtype = next(
-                np.dtype(t)
-                for t in (np.uint8, np.uint16, np.uint32, np.uint64)
-                if self.max <= np.iinfo(t).max
-            )
-        if not self.n:
-            _save(self.path, np.zeros(0, dtype))
-        else:
-            src = np.memmap(self.raw, dtype=self.dtype, mode="r", shape=(self.n,))
-            out = np.lib.format.open_memmap(self.path, mode="w+", dtype=dtype, shape=(self.n,))
-            for i in range(0, self.n, WRITE_CHUNK):
-                out[i : i + WRITE_CHUNK] = src[i : i + WRITE_CHUNK]
-            out.flush()
-            del out, src
-        self.raw.unlink()
-
-
-def write_segment(directory: Path, reader: Any) -> None:
-    """Write one whoosh segment's postings as arrays beside it (see the module docstring).
-
-    Terms go in the order of their hash (the dictionary's order); each is decoded from
-    whoosh's blocks, its text and title postings merged, and appended to the arrays in
-    chunks of about WRITE_CHUNK postings.
-    """
-    segid = reader.segment().segment_id()
-    prefix = f"{directory / segid}{SUFFIX}"
-    n = reader.doc_count_all()
-    lens = segment_lengths(reader)
-    ref = _reference_avg(lens)
-    terms_reader = reader._terms
-    fmt = {name: reader.schema[name].format for name in FIELDS}
-    in_field: dict[str, set[bytes]] = {name: set() for name in FIELDS}
-    for fieldname, tbytes in terms_reader.terms():
-        if fieldname in in_field:
-            in_field[fieldname].add(tbytes)
-    vocab = sorted(in_field["text"] | in_field["title"])
-    hashes = np.array([term_hash(t.decode("utf-8")) for t in vocab], dtype=np.uint64)
-    order = np.argsort(hashes, kind="stable")
-    vocab = [vocab[i] for i in order]
-    sinks = {
-        name: _Sink(Path(f"{prefix}.{name}.npy"), dt)
-        for name, dt in (("docs", np.int32), ("tfx", np.uint32), ("tpos", np.int64), ("ttf", np.uint32))
-    }
-    off = np.zeros(len(vocab) + 1, dtype=np.int64)
-    dftext = np.zeros(len(vocab), dtype=np.int32)
-    tmax = np.zeros((len(vocab), 2), dtype=np.float32)
-    chunk: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-    first = held = 0
-
-    def decode(field: str, tbytes: bytes) -> tuple[np.ndarray, np.ndarray] | None:
-        if tbytes not in in_field[field]:
-            return None
-        info = terms_reader.term_info(field, tbytes)
-        return _block_postings(reader._codec.postings_reader(terms_reader._postfile, info, fmt[field]))
-
-    def flush(upto: int) -> None:
-        """Write the held terms ``first:upto``: their postings, df and largest pseudo frequency."""
-        nonlocal chunk, first, held
-        if chunk:
-            docs, tfx, tft = (np.concatenate([c[i] for c in chunk]) for i in range(3))
-            starts = off[first:upto] - off[first]
-            dftext[first:upto] = np.add.reduceat(tfx > 0, starts)  # no list is empty (whoosh keeps none)
-            tmax[first:upto] = _term_max(starts, docs, tfx, tft, lens, ref)
-            titled = np.flatnonzero(tft)
-            for name, a in (
-                ("docs", docs),
-                ("tfx", tfx),
-                ("tpos", titled + off[first]),
-                ("ttf", tft[titled]),
-            ):
-                sinks[name].append(a)
-        chunk, first, held = [], upto, 0
-
-    try:
-        for i, tbytes in enumerate(vocab):
-            docs, tfx, tft = _merge_fields(decode("text", tbytes), decode("title", tbytes))
-            chunk.append((docs, tfx, tft))
-            off[i + 1] = off[i] + len(docs)
-            held += len(docs)
-            if held >= WRITE_CHUNK:
-                flush(i + 1)
-        flush(len(vocab))
-        sinks["docs"].finish(narrow=False)
-        sinks["tfx"].finish()
-        sinks["tpos"].finish(narrow=False, dtype=np.int32 if sinks["tpos"].max < 2**31 else np.int64)
-        sinks["ttf"].finish()
-    finally:
-        for sink in sinks.values():
-            sink.raw.unlink(missing_ok=True)
-    toff = np.zeros(len(vocab) + 1, dtype=np.int64)
-    np.cumsum([len(t) for t in vocab], out=toff[1:])
-    keys = _Sink(Path(f"{prefix}.pkeys.npy"), np.uint8)
-    koff = np.zeros(n + 1, dtype=np.int64)
-    try:
-        for start in range(0, n, 65536):
-            got = [
-                str(reader._perdoc.stored_fields(i).get("pid", "")).encode("utf-8")
-                for i in range(start, min(start + 65536, n))
-            ]
-            np.cumsum([len(k) for k in got], out=koff[start + 1 : start + 1 + len(got)])
-            koff[start + 1 : start + 1 + len(got)] += koff[start]
-            keys.append(np.frombuffer(b"".join(got), dtype=np.uint8))
-        keys.finish(narrow=False)
-    finally:
-        keys.raw.unlink(missing_ok=True)
-    arrays: dict[str, np.ndarray] = {
-        "keys": hashes[order],
-        "tblob": np.frombuffer(b"".join(vocab), dtype=np.uint8),
-        "toff": toff,
-        "off": off,
-        "dftext": dftext,
-        "tmax": tmax,
-        "lens": lens,
-        "pkoff": koff,
-    }
-    for name, a in arrays.items():
-        _save(Path(f"{prefix}.{name}.npy"), a)
-    meta = {
-        "format": FORMAT,
-        "docs": n,
-        "terms": len(vocab),
-        "postings": int(off[-1]),
-        "bound_b": BOUND_B,
-        "reference_avg": list(ref),
-    }
-    tmp = Path(f"{prefix}.json.tmp")
-    tmp.write_text(json.dumps(meta), encoding="utf-8")
-    os.replace(tmp, f"{prefix}.json")
-
-
-def _save(path: Path, a: np.ndarray) -> None:
-    with open(path, "wb") as f:
-        np.save(f, np.ascontiguousarray(a), allow_pickle=False)
-
-
-def _term_max(
+def term_max(
     off: np.ndarray,
     docs: np.ndarray,
     tfx: np.ndarray,
@@ -389,7 +228,7 @@ class WhooshSegment:
         self.n = reader.doc_count_all()
         self.bound_b = BOUND_B
         self.lens = segment_lengths(reader)
-        self.ref_avg = _reference_avg(self.lens)
+        self.ref_avg = reference_avg(self.lens)
 
     def term(self, text: str) -> TermPostings | None:
         got: list[tuple[np.ndarray, np.ndarray] | None] = []
@@ -399,11 +238,11 @@ class WhooshSegment:
             except TermNotFound:
                 got.append(None)
                 continue
-            got.append(_block_postings(getattr(m, "child", m)))  # deletions are masked by the caller
+            got.append(block_postings(getattr(m, "child", m)))  # deletions are masked by the caller
         if got[0] is None and got[1] is None:
             return None
-        docs, tfx, tft = _merge_fields(got[0], got[1])
-        tx, tt = _term_max(np.zeros(1, np.int64), docs, tfx, tft, self.lens, self.ref_avg)[0].tolist()
+        docs, tfx, tft = merge_fields(got[0], got[1])
+        tx, tt = term_max(np.zeros(1, np.int64), docs, tfx, tft, self.lens, self.ref_avg)[0].tolist()
         titled = np.flatnonzero(tft)
         return TermPostings(docs, tfx, titled, tft[titled], (tx, tt), int(np.count_nonzero(tfx)))
 
@@ -423,14 +262,3 @@ def open_segment(
     if arrays and has_arrays(directory, segid):
         return SegmentPostings(directory, segid)
     return WhooshSegment(reader(segment))
-
-
-def ensure_arrays(directory: Path, ix: Any) -> int:
-    """Write arrays for every segment of a whoosh index that has none; how many were written."""
-    written = 0
-    with ix.reader() as r:
-        for leaf, _base in r.leaf_readers():
-            if leaf.doc_count_all() and not has_arrays(directory, leaf.segment().segment_id()):
-                write_segment(directory, leaf)
-                written += 1
-    return written

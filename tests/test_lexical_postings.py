@@ -12,6 +12,7 @@ import pytest
 from search import impacts
 from search import lexical as lx
 from search import lexical_postings as lp
+from search import lexical_writer as lw
 from search.text import analyze
 
 WORDS = (
@@ -239,7 +240,7 @@ def test_arrays_written_in_chunks_equal_arrays_written_at_once(
         return {f.name[len(prefix) :]: np.load(f) for f in path.glob(f"{prefix}.*.npy")}
 
     whole = arrays(tmp_path / "whole")
-    monkeypatch.setattr(lp, "WRITE_CHUNK", 7)  # a flush every few terms
+    monkeypatch.setattr(lw, "WRITE_CHUNK", 7)  # a flush every few terms
     chunked = arrays(tmp_path / "chunked")
     assert whole.keys() == chunked.keys() and len(whole) == 13
     for name, a in whole.items():
