@@ -4,12 +4,9 @@ Passages are analysed by :mod:`search.text` and stored pre-analysed, so the whoo
 schema holds only whoosh's own space tokenizer (whoosh pickles the schema into its
 table of contents; keeping our classes out of it keeps old indexes loadable).
 
-Whoosh marks deleted documents but keeps them in its collection statistics (document
-frequency, total field length) until a merge rewrites their segment. To keep BM25
-scores equal to a fresh build after any sequence of adds and removes, the writer
-records, per whoosh segment, what the deleted documents contributed; the scorer
-subtracts it. A merge that rewrites a segment drops its deleted documents, and its
-correction with it.
+Whoosh keeps deleted documents in its collection statistics until a merge; the writer
+records what they contributed and the scorer subtracts it (:mod:`search.lexical_stats`).
+Writing (segments, corrections, postings arrays) is :mod:`search.lexical_writer`.
 
 Scoring is Lucene's BM25 (``idf = ln(1 + (N - df + 0.5) / (df + 0.5))``), the variant
 behind Pyserini's published BEIR figures, with its defaults k1=0.9, b=0.4.
@@ -25,195 +22,67 @@ whoosh index in the same directory (``indexname="docs"``) holds one entry per ar
 (title + whole text), for the document-level signal (:func:`search.fusion.with_documents`).
 
 Queries take a fast path (:meth:`LexicalIndex.search`): whoosh's own searcher scores one
-matching document at a time in Python (about 48 ms a query over 100k passages), so the
-index reads each query term's posting blocks straight from whoosh's segment files into
-numpy arrays (cached per term: segments are immutable) and scores every matching
-document at once. The formula, statistics, deletion corrections and tie order (score,
-then document number) are whoosh's; :meth:`LexicalIndex.search_whoosh` keeps whoosh's
-own path as the reference the tests compare against.
+matching document at a time in Python (about 48 ms a query over 100k passages). Instead,
+each commit writes every new whoosh segment's postings as numpy arrays beside it
+(:mod:`search.lexical_postings`), a reader memory-maps them, and :mod:`search.impacts`
+scores them with block-max pruning, so a query neither decodes whoosh's blocks nor
+scores the long lists of common words in full. The formula, statistics, deletion
+corrections and tie order (score, then document number) are whoosh's;
+:meth:`LexicalIndex.search_whoosh` keeps whoosh's own path as the reference the tests
+compare against, and a segment without arrays (an index written before them) is read
+from whoosh's blocks as before.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import math
-import os
-import random
+import threading
+from bisect import bisect_right
 from collections import Counter
-from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from whoosh import fields, index, scoring
-from whoosh.analysis import SpaceSeparatedTokenizer
-from whoosh.codec.base import Segment
-from whoosh.filedb.filestore import FileStorage
-from whoosh.reading import TermNotFound
-from whoosh.util import IDCHARS
-from whoosh.util.numeric import byte_to_length
+from whoosh import index
 
 from .fusion import TITLE_WEIGHT
+from .impacts import Params, Query, Term, all_scores, top_k
+from .lexical_postings import SegmentPostings, TermPostings, WhooshSegment, dead_docs, open_segment
+from .lexical_stats import (
+    CORRECTIONS_FILE,
+    DOCS,
+    FIELD,
+    TITLE,
+    Corrections,
+    ExactBM25,
+    SegmentCorrection,
+    corrections_file,
+    segment_names,
+)
+from .lexical_writer import LexicalWriter, create, make_schema
+
+__all__ = [
+    "CORRECTIONS_FILE", "DOCS", "FIELD", "TITLE", "Corrections", "ExactBM25", "LexicalIndex",
+    "LexicalWriter", "SegmentCorrection", "create", "make_schema",
+]  # fmt: skip
 
 log = logging.getLogger(__name__)
 
-FIELD = "text"
-TITLE = "title"
-DOCS = "docs"  # whoosh indexname of the document-level index, beside the passages' MAIN
-CORRECTIONS_FILE = "corrections.json"
-#: Decoded postings kept per index (docnum, frequency and length: 24 bytes each):
-#: every term of a few hundred queries over 100k passages, ~100 MB at most.
+Postings = SegmentPostings | WhooshSegment
+#: Postings decoded from whoosh's blocks kept per index (segments without arrays only;
+#: docnum and two frequencies, ~20 bytes each): ~80 MB at most.
 POSTINGS_CACHE = 4_000_000
-
-# whoosh names each new segment from Python's global ``random``: a program that seeds it
-# (a simulation, a test) identically before two writes makes whoosh reuse a segment name
-# and fail. Segment names come from the operating system's randomness instead.
-_SEGMENT_IDS = random.SystemRandom()
-
-
-def _segment_id(cls: Any, size: int = 16) -> str:
-    return "".join(_SEGMENT_IDS.choice(IDCHARS) for _ in range(size))
-
-
-Segment._random_id = classmethod(_segment_id)  # type: ignore[method-assign,assignment]
-
-
-def make_schema() -> fields.Schema:
-    return fields.Schema(
-        pid=fields.ID(stored=True, unique=True),
-        doc_id=fields.ID(stored=False),
-        text=fields.TEXT(analyzer=SpaceSeparatedTokenizer(), phrase=False, stored=False),
-        title=fields.TEXT(analyzer=SpaceSeparatedTokenizer(), phrase=False, stored=False),
-    )
-
-
-@dataclass
-class SegmentCorrection:
-    """What deleted documents still contribute to one whoosh segment's statistics."""
-
-    docs: int = 0
-    length: int = 0
-    df: Counter[str] = field(default_factory=Counter)
-    title_length: int = 0
-    title_df: Counter[str] = field(default_factory=Counter)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "docs": self.docs,
-            "length": self.length,
-            "df": dict(self.df),
-            "title_length": self.title_length,
-            "title_df": dict(self.title_df),
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> SegmentCorrection:
-        def counts(x: dict[str, Any]) -> Counter[str]:
-            return Counter({k: int(v) for k, v in x.items()})
-
-        return cls(
-            int(d["docs"]),
-            int(d["length"]),
-            counts(d["df"]),
-            int(d.get("title_length", 0)),
-            counts(d.get("title_df", {})),
-        )
-
-
-@dataclass
-class Corrections:
-    """Per-segment corrections, summed for the segments an index reader holds."""
-
-    segments: dict[str, SegmentCorrection] = field(default_factory=dict)
-
-    def total(self, live_segments: Iterable[str]) -> SegmentCorrection:
-        out = SegmentCorrection()
-        for name in live_segments:
-            c = self.segments.get(name)
-            if c:
-                out.docs += c.docs
-                out.length += c.length
-                out.df.update(c.df)
-                out.title_length += c.title_length
-                out.title_df.update(c.title_df)
-        return out
-
-    def save(self, path: Path) -> None:
-        data = {k: v.to_dict() for k, v in self.segments.items()}
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data), encoding="utf-8")
-        os.replace(tmp, path)
-
-    @classmethod
-    def load(cls, path: Path) -> Corrections:
-        if not path.exists():
-            return cls()
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return cls({k: SegmentCorrection.from_dict(v) for k, v in data.items()})
-
-
-class ExactBM25(scoring.WeightingModel):
-    """Lucene BM25 whose collection statistics exclude deleted documents."""
-
-    def __init__(self, correction: SegmentCorrection, k1: float = 0.9, b: float = 0.4) -> None:
-        self.correction = correction
-        self.k1 = k1
-        self.b = b
-        self._idf: dict[str, float] = {}
-        self._avgfl: float | None = None
-
-    def supports_block_quality(self) -> bool:
-        return True
-
-    def stats(self, searcher: Any, text: str) -> tuple[float, float]:
-        # A whoosh searcher, or (on the fast path, which never imports whoosh.searching)
-        # the index reader itself: both answer the same collection statistics.
-        parent = searcher.get_parent() if hasattr(searcher, "get_parent") else searcher
-        if self._avgfl is None:
-            n = max(parent.doc_count(), 1)
-            self._avgfl = max((parent.field_length(FIELD) - self.correction.length) / n, 1e-9)
-        idf = self._idf.get(text)
-        if idf is None:
-            n = parent.doc_count()
-            df = max(parent.doc_frequency(FIELD, text) - self.correction.df.get(text, 0), 0)
-            idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-            self._idf[text] = idf
-        return idf, self._avgfl
-
-    def scorer(self, searcher: Any, fieldname: str, text: Any, qf: float = 1) -> Any:
-        if isinstance(text, bytes):
-            text = text.decode("utf-8")
-        idf, avgfl = self.stats(searcher, text)
-        return _BM25Scorer(searcher, fieldname, text, idf * qf, avgfl, self.k1, self.b)
-
-
-class _BM25Scorer(scoring.WeightLengthScorer):
-    def __init__(
-        self, searcher: Any, fieldname: str, text: str, idf: float, avgfl: float, k1: float, b: float
-    ):
-        self.idf = idf
-        self.avgfl = avgfl
-        self.k1 = k1
-        self.b = b
-        self.setup(searcher, fieldname, text)
-
-    def _score(self, weight: float, length: float) -> float:
-        k1, b = self.k1, self.b
-        return self.idf * weight / (weight + k1 * (1 - b + b * length / self.avgfl))
-
-
-def _segment_names(ix: Any) -> list[str]:
-    return [s.segment_id() for s in ix._segments()]
-
-
-def _corrections_file(indexname: str) -> str:
-    return CORRECTIONS_FILE if indexname == "MAIN" else f"corrections-{indexname}.json"
+#: Terms whose per-segment postings (views over the arrays, ~0.3 kB a segment) stay looked up.
+TERMS_CACHE = 20_000
+# The old helpers' names, for code that reached in (tests, scripts).
+_segment_names = segment_names
+_corrections_file = corrections_file
 
 
 class LexicalIndex:
-    """A read-only view of one whoosh index (passages, or ``indexname="docs"``), one reader kept open."""
+    """A read-only view of one whoosh index (passages, or ``indexname="docs"``) over its
+    postings arrays, memory-mapped; whoosh's own reader only where needed."""
 
     def __init__(
         self,
@@ -222,158 +91,211 @@ class LexicalIndex:
         b: float = 0.4,
         indexname: str = "MAIN",
         title_weight: float = TITLE_WEIGHT,
+        arrays: bool = True,
     ) -> None:
         self.path = Path(path)
+        # False reads every segment through whoosh's blocks (the path before postings
+        # arrays; benchmarks compare the two). Segments without arrays always do.
+        self.arrays = arrays
         self.indexname = indexname
         self.title_weight = title_weight
         self._ix = index.open_dir(str(self.path), indexname=indexname, readonly=True)
-        corr = Corrections.load(self.path / _corrections_file(indexname))
-        self._reader = self._ix.reader()
+        # The table of contents alone: segments, their sizes, field lengths and deletions.
+        # whoosh's reader (it loads every segment's term index: ~0.9 MB a 1,000 passages)
+        # opens only for the reference path and for segments without postings arrays.
+        self._toc = self._ix._read_toc()
+        self._whoosh_reader: Any = None
+        self._segment_readers: list[Any] = []
+        corr = Corrections.load(self.path / corrections_file(indexname))
         # A published generation's directory never changes, so its table of
-        # contents names exactly the segments this reader holds.
-        self.correction = corr.total(_segment_names(self._ix))
+        # contents names exactly the segments this index holds.
+        self.correction = corr.total(s.segment_id() for s in self._toc.segments)
         self.k1, self.b = k1, b
         # whoosh's Searcher (and whoosh.query, ~50 ms of a cold start to import) only
-        # for the reference path; the fast path reads through self._reader.
+        # for the reference path.
         self._whoosh_searcher: Any = None
-        self._leaf_data: list[tuple[Any, int, dict[str, np.ndarray], np.ndarray]] | None = None
-        self._cache: dict[tuple[str, str], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._leaf_data: list[tuple[Postings, int, np.ndarray | None]] | None = None
+        # Per generation (a generation never changes): df over either field, text idf.
         self._df_either: dict[str, int] = {}
+        self._idf: dict[str, float] = {}
         self._title_avg: float | None = None
+        self._term_cache: dict[str, list[TermPostings | None]] = {}
         self._cached = 0
+        self._bases: list[int] = []
         self._pids: dict[int, str] = {}
+        self._param_cache: dict[float, Params] = {}
+        self._live_mask: np.ndarray | None = None
+        self._acc: np.ndarray | None = None
+        self._lens: np.ndarray | None = None  # every segment's length codes end to end
+        self._acc_lock = threading.Lock()
+        self._any_dead = False
+        self._live = self.doc_count()
+
+    @property
+    def _reader(self) -> Any:
+        """whoosh's reader over every segment, opened on first use."""
+        if self._whoosh_reader is None:
+            self._whoosh_reader = self._ix.reader()
+        return self._whoosh_reader
+
+    def _segment_reader(self, segment: Any) -> Any:
+        from whoosh.reading import SegmentReader
+
+        r = SegmentReader(self._ix.storage, self._toc.schema, segment, generation=self._toc.generation)
+        self._segment_readers.append(r)
+        return r
+
+    def _field_length(self, name: str) -> int:
+        """Total length of a field, deleted documents included (as whoosh counts it)."""
+        return sum(int(s._fieldlengths.get(name, 0)) for s in self._toc.segments)
 
     def _weighting(self) -> ExactBM25:
         return ExactBM25(self.correction, self.k1, self.b)
 
     def doc_count(self) -> int:
-        return int(self._reader.doc_count())
-
-    @property
-    def _stats(self) -> ExactBM25:
-        # One per generation: its idf cache stays valid because a generation never changes
-        # (looking a term up in every whoosh segment cost ~0.5 ms a term at 100k passages).
-        st = self.__dict__.get("_stats_cache")
-        if st is None:
-            st = self.__dict__["_stats_cache"] = self._weighting()
-        return st
+        return sum(int(s.doc_count()) for s in self._toc.segments)
 
     def idf(self, text: str) -> float:
         """The BM25(F) idf of one term, from the same exact statistics the scorer uses."""
         if self.title_weight <= 0:
-            return self._stats.stats(self._reader, text)[0]
+            return self._idf_text(text)
         return self._idf_either(text)
 
     def _idf_either(self, text: str) -> float:
         """idf where df counts passages holding the term in the text or the title (BM25F)."""
         df = self._df_either.get(text)
         if df is None:
-            ids = self._postings(text)[0]
-            tids = self._postings(text, TITLE)[0]
-            df = self._df_either[text] = len(ids) + int((~_matched(ids, tids)[1]).sum())
-        n = self._reader.doc_count()
+            df = self._df_either[text] = self._live_postings(text)
+        n = self._live
         return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
     def _avg_title(self) -> float:
         if self._title_avg is None:
-            n = max(self._reader.doc_count(), 1)
-            total = self._reader.field_length(TITLE) - self.correction.title_length
+            n = max(self._live, 1)
+            total = self._field_length(TITLE) - self.correction.title_length
             self._title_avg = max(total / n, 1e-9)
         return self._title_avg
 
     # -- the fast path -----------------------------------------------------------------
-    def _leaves(self) -> list[tuple[Any, int, dict[str, np.ndarray], np.ndarray]]:
-        """Per whoosh segment: (reader, first docnum, lengths per field, deleted mask)."""
+    def _leaves(self) -> list[tuple[Postings, int, np.ndarray | None]]:
+        """Per whoosh segment: (its postings, first docnum, deleted mask or None)."""
         if self._leaf_data is None:
-            from whoosh.codec.whoosh3 import LENGTHS_COLUMN, _lenfield
-
-            table = np.array([byte_to_length(i) for i in range(256)], dtype=np.float64)
             out = []
-            for r, base in self._reader.leaf_readers():
-                n = r.doc_count_all()
-                if n == 0:
-                    continue  # whoosh's EmptyReader (an index with no documents yet)
-                lengths = {}
-                for name in (FIELD, TITLE):
-                    col = r._perdoc._cached_reader(_lenfield(name), LENGTHS_COLUMN)
-                    raw = np.zeros(n, dtype=np.uint8)
-                    if col is not None and col._count:
-                        buf = col._dbfile.get(col._basepos, min(col._count, n))
-                        raw[: len(buf)] = np.frombuffer(buf, dtype=np.uint8)
-                    lengths[name] = table[raw]
-                dead = np.zeros(n, dtype=bool)
-                if r.has_deletions():
-                    dead[np.fromiter(r.deleted_docs_set, dtype=np.int64)] = True
-                out.append((r, int(base), lengths, dead))
+            base = 0  # whoosh numbers documents segment after segment, in this order
+            for seg in self._toc.segments:
+                n = seg.doc_count_all()
+                if n:
+                    postings = open_segment(self.path, seg, self._segment_reader, self.arrays)
+                    out.append((postings, base, dead_docs(seg)))
+                base += n
             self._leaf_data = out
+            self._bases = [base for _, base, _ in out]
         return self._leaf_data
 
-    def _postings(self, text: str, name: str = FIELD) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Live postings of a term in one field: (docnums ascending, frequencies, lengths)."""
-        key = (name, text)
-        hit = self._cache.get(key)
+    def _n_docs(self) -> int:
+        return max((base + seg.n for seg, base, _ in self._leaves()), default=0)
+
+    def _terms(self, text: str) -> list[TermPostings | None]:
+        """A term's postings in each segment (None where a segment lacks it), cached.
+
+        On arrays an entry is a few views (the dictionary lookup is what is saved); on
+        whoosh's blocks it is the decoded postings, so those count against POSTINGS_CACHE.
+        """
+        hit = self._term_cache.get(text)
         if hit is not None:
-            self._cache[key] = self._cache.pop(key)  # most recently used goes last
+            self._term_cache[text] = self._term_cache.pop(text)  # most recently used goes last
             return hit
-        ids_parts: list[np.ndarray] = []
-        tf_parts: list[np.ndarray] = []
-        len_parts: list[np.ndarray] = []
-        for r, base, field_lengths, dead in self._leaves():
-            lengths = field_lengths[name]
-            try:
-                m = r.postings(name, text)
-            except TermNotFound:
-                continue
-            m = getattr(m, "child", m)  # whoosh wraps deletions in a FilterMatcher: masked below
-            # Whole blocks at a time (W3LeafMatcher's block arrays), not one posting at a time.
-            while m.is_active():
-                m._read_ids()
-                m._read_weights()
-                ids = np.asarray(m._ids, dtype=np.int64)
-                tf = np.asarray(m._weights, dtype=np.float64)
-                keep = ~dead[ids]
-                if not keep.all():
-                    ids, tf = ids[keep], tf[keep]
-                ids_parts.append(ids + base)
-                tf_parts.append(tf)
-                len_parts.append(lengths[ids])
-                m._next_block()
-        if ids_parts:
-            out = (np.concatenate(ids_parts), np.concatenate(tf_parts), np.concatenate(len_parts))
-        else:
-            out = (np.zeros(0, np.int64), np.zeros(0, np.float64), np.zeros(0, np.float64))
-        self._cache[key] = out
-        self._cached += len(out[0])
-        while self._cached > POSTINGS_CACHE and len(self._cache) > 1:
-            old = self._cache.pop(next(iter(self._cache)))
-            self._cached -= len(old[0])
+        leaves = self._leaves()
+        out = [seg.term(text) for seg, _, _ in leaves]
+        self._term_cache[text] = out
+        self._cached += _decoded(out, leaves)
+        while (self._cached > POSTINGS_CACHE or len(self._term_cache) > TERMS_CACHE) and len(
+            self._term_cache
+        ) > 1:
+            old = next(iter(self._term_cache))
+            self._cached -= _decoded(self._term_cache.pop(old), leaves)
         return out
 
-    def _n_docs(self) -> int:
-        leaves = self._leaves()
-        return max((base + len(dead) for _, base, _, dead in leaves), default=0)
+    def _df_text(self, text: str) -> int:
+        """Documents holding the term in the text, as whoosh counts them (deleted ones too)."""
+        return sum(tp.df_text for tp in self._terms(text) if tp is not None)
 
-    def _ntf(self, text: str, title_weight: float) -> tuple[np.ndarray, np.ndarray]:
-        """BM25F's pseudo term frequency of one term: (docnums, sum over fields of w * tf / norm)."""
-        b = self.b
-        ids, tf, dl = self._postings(text)
-        avg = self._stats.stats(self._reader, text)[1]
-        ntf = tf / (1 - b + b * dl / avg)
-        if title_weight <= 0:
-            return ids, ntf
-        tids, ttf, tl = self._postings(text, TITLE)
-        if not len(tids):
-            return ids, ntf
-        tntf = title_weight * ttf / (1 - b + b * tl / self._avg_title())
-        pos, hit = _matched(ids, tids)
-        ntf = ntf.copy()
-        ntf[pos[hit]] += tntf[hit]
-        return np.concatenate([ids, tids[~hit]]), np.concatenate([ntf, tntf[~hit]])
+    def _idf_text(self, text: str) -> float:
+        """The text field's idf, from whoosh's statistics less the deleted documents'."""
+        idf = self._idf.get(text)
+        if idf is None:
+            n = self._live
+            df = max(self._df_text(text) - self.correction.df.get(text, 0), 0)
+            idf = self._idf[text] = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        return idf
+
+    def _live_postings(self, text: str) -> int:
+        """Live documents holding the term in either field (BM25F's df)."""
+        total = 0
+        for tp, (_, _, dead) in zip(self._terms(text), self._leaves()):
+            if tp is not None:
+                total += len(tp.docs) - (int(np.count_nonzero(dead[tp.docs])) if dead is not None else 0)
+        return total
+
+    def _avg_text(self) -> float:
+        """The text field's average length after deletes (ExactBM25's ``avgfl``)."""
+        n = max(self._live, 1)
+        return max((self._field_length(FIELD) - self.correction.length) / n, 1e-9)
+
+    def _params(self, title_weight: float) -> Params:
+        got = self._param_cache.get(title_weight)
+        if got is None:
+            avg_title = self._avg_title() if title_weight > 0 else 1.0
+            got = Params(self.k1, self.b, title_weight, (self._avg_text(), avg_title))
+            self._param_cache[title_weight] = got
+        return got
+
+    def _query(
+        self, terms: list[str], expansions: list[str] | None, expansion_weight: float, tw: float,
+        allow: np.ndarray | None,
+    ) -> Query:  # fmt: skip
+        """The query's terms, weighted by idf and query frequency, with their postings per segment."""
+        weights: dict[str, float] = {t: float(c) for t, c in Counter(terms).items()}
+        for t in expansions or []:
+            weights.setdefault(t, expansion_weight)
+        leaves = self._leaves()
+        out: list[Term] = []
+        for text, qf in weights.items():
+            tps = self._terms(text)
+            if qf <= 0 or all(tp is None for tp in tps):
+                continue
+            idf = self._idf_either(text) if tw > 0 else self._idf_text(text)
+            out.append(Term(idf * qf, [(i, tp) for i, tp in enumerate(tps) if tp is not None]))
+        n = self._n_docs()
+        if self._lens is None:
+            self._lens = (
+                np.concatenate([seg.lens for seg, _, _ in leaves], axis=1)
+                if leaves
+                else np.zeros((2, 0), np.uint8)
+            )
+        segments: list[tuple[Any, int]] = [(seg, base) for seg, base, _ in leaves]
+        return Query(segments, out, n, self._lens, self._mask(allow, n), filtered=allow is not None)
+
+    def _mask(self, allow: np.ndarray | None, n: int) -> np.ndarray | None:
+        """The documents that may score: live, and allowed when a filter is given."""
+        if self._live_mask is None:
+            live = np.ones(n, dtype=bool)
+            for seg, base, dead in self._leaves():
+                if dead is not None:
+                    live[base : base + seg.n] = ~dead
+            self._live_mask = live
+            self._any_dead = not live.all()
+        if allow is None:
+            return self._live_mask if self._any_dead else None
+        mask = np.zeros(n, dtype=bool)
+        mask[: min(len(allow), n)] = allow[:n]
+        return mask & self._live_mask
 
     def _pid(self, docnum: int) -> str:
         pid = self._pids.get(docnum)
         if pid is None:
-            pid = self._pids[docnum] = self._reader.stored_fields(docnum)["pid"]
+            seg, base, _ = self._leaves()[bisect_right(self._bases, docnum) - 1]
+            pid = self._pids[docnum] = seg.key(docnum - base)
         return pid
 
     def search(
@@ -384,6 +306,7 @@ class LexicalIndex:
         expansion_weight: float = 0.5,
         title_weight: float | None = None,
         allow: np.ndarray | None = None,
+        stats: dict[str, int] | None = None,
     ) -> list[tuple[str, float]]:
         """Top passages for already-analysed query terms, as ``(passage_id, score)``.
 
@@ -394,24 +317,35 @@ class LexicalIndex:
         numbers, see :meth:`docnum_keys`) is a filter: only those documents score, so
         the result is the best ``limit`` of them. Collection statistics stay those of the
         whole index: a filter selects, it does not re-weigh (Lucene's filter context).
+        The long lists of common words are mostly left unread (MaxScore,
+        :mod:`search.impacts`); the result equals the exhaustive top ``limit`` exactly
+        (tested). ``stats`` receives counts of postings held, read and looked up.
         """
         if not terms or limit <= 0:
             return []
-        docs, scores = self.scores(terms, expansions, expansion_weight, title_weight, allow)
-        if limit < len(docs):
-            # Keep everything scoring at least the limit-th best (ties at the cut stay), then sort.
-            kth = np.partition(scores, len(scores) - limit)[len(scores) - limit]
-            sel = np.flatnonzero(scores >= kth)
-            docs, scores = docs[sel], scores[sel]
-        order = np.lexsort((docs, -scores))[:limit]
-        return [(self._pid(int(d)), float(s)) for d, s in zip(docs[order].tolist(), scores[order].tolist())]
+        tw = self.title_weight if title_weight is None else title_weight
+        q = self._query(terms, expansions, expansion_weight, tw, allow)
+        # One accumulator per index, zero between queries; a concurrent query gets its own.
+        shared = self._acc_lock.acquire(blocking=False)
+        try:
+            if shared and (self._acc is None or len(self._acc) < q.n_docs):
+                self._acc = np.zeros(q.n_docs)
+            docs, scores = top_k(q, self._params(tw), limit, self._acc if shared else None, stats)
+        finally:
+            if shared:
+                self._acc_lock.release()
+        return [(self._pid(int(d)), float(s)) for d, s in zip(docs.tolist(), scores.tolist())]
 
     def docnum_keys(self) -> list[str | None]:
         """The stored key (passage id, or document id in the ``docs`` index) of every whoosh
         document number, None where deleted: how a filter over documents becomes ``allow``."""
         keys: list[str | None] = [None] * self._n_docs()
-        for docnum, stored in self._reader.iter_docs():
-            keys[docnum] = stored.get("pid")
+        for seg, base, dead in self._leaves():
+            got: list[str | None] = list(seg.keys())
+            if dead is not None:
+                for i in np.flatnonzero(dead).tolist():
+                    got[i] = None
+            keys[base : base + seg.n] = got
         return keys
 
     def scores(
@@ -423,44 +357,11 @@ class LexicalIndex:
         allow: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Every matching (and allowed) document: ``(docnums ascending, BM25F scores)``."""
-        empty = (np.zeros(0, np.int64), np.zeros(0, np.float64))
         if not terms:
-            return empty
+            return np.zeros(0, np.int64), np.zeros(0, np.float64)
         tw = self.title_weight if title_weight is None else title_weight
-        weights: dict[str, float] = {t: float(c) for t, c in Counter(terms).items()}
-        for t in expansions or []:
-            weights.setdefault(t, expansion_weight)
-        stats = self._stats
-        k1 = self.k1
-        ids_parts: list[np.ndarray] = []
-        score_parts: list[np.ndarray] = []
-        for text, qf in weights.items():
-            ids, ntf = self._ntf(text, tw)
-            if not len(ids):
-                continue
-            idf = self._idf_either(text) if tw > 0 else stats.stats(self._reader, text)[0]
-            ids_parts.append(ids)
-            score_parts.append((idf * qf) * ntf / (ntf + k1))
-        if not ids_parts:
-            return empty
-        postings = sum(len(x) for x in ids_parts)
-        n_docs = self._n_docs()
-        if len(ids_parts) == 1:
-            docs, scores = ids_parts[0], score_parts[0]
-        elif postings * 8 >= n_docs:
-            # Long lists: a dense accumulator over every document is linear; sorting is not.
-            dense = np.bincount(
-                np.concatenate(ids_parts), weights=np.concatenate(score_parts), minlength=n_docs
-            )
-            docs = np.flatnonzero(dense)
-            scores = dense[docs]
-        else:
-            docs, inverse = np.unique(np.concatenate(ids_parts), return_inverse=True)
-            scores = np.bincount(inverse, weights=np.concatenate(score_parts), minlength=len(docs))
-        if allow is not None:
-            keep = allow[docs] if len(allow) >= n_docs else _allowed(allow, docs)
-            docs, scores = docs[keep], scores[keep]
-        return docs, scores
+        q = self._query(terms, expansions, expansion_weight, tw, allow)
+        return all_scores(q, self._params(tw))
 
     def search_whoosh(
         self, terms: list[str], limit: int, expansions: list[str] | None = None, expansion_weight: float = 0.5
@@ -489,89 +390,18 @@ class LexicalIndex:
         return dict(self.search(terms, limit=max(self.doc_count(), 1)))
 
     def close(self) -> None:
-        try:
-            # A searcher closes its reader with it.
-            (self._whoosh_searcher or self._reader).close()
-        except Exception:  # pragma: no cover - closing is best effort
-            pass
+        for r in [self._whoosh_searcher or self._whoosh_reader, *self._segment_readers]:
+            try:
+                if r is not None:
+                    r.close()  # a searcher closes its reader with it
+            except Exception:  # pragma: no cover - closing is best effort
+                pass
 
 
-def _allowed(allow: np.ndarray, docs: np.ndarray) -> np.ndarray:
-    """``allow[docs]`` where documents past the end of ``allow`` are not allowed."""
-    out = np.zeros(len(docs), dtype=bool)
-    inside = docs < len(allow)
-    out[inside] = allow[docs[inside]]
-    return out
-
-
-def _matched(ids: np.ndarray, tids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For sorted docnum arrays: where each of ``tids`` sits in ``ids``, and whether it is there."""
-    pos = np.searchsorted(ids, tids)
-    if not len(ids):
-        return pos, np.zeros(len(tids), dtype=bool)
-    return pos, ids[np.minimum(pos, len(ids) - 1)] == tids
-
-
-def create(path: Path) -> None:
-    """Create an empty lexical index in ``path``: the passages' and the documents' (``docs``)."""
-    path.mkdir(parents=True, exist_ok=True)
-    for name in ("MAIN", DOCS):
-        index.create_in(str(path), make_schema(), indexname=name)
-        Corrections().save(path / _corrections_file(name))
-
-
-class LexicalWriter:
-    """Adds and deletes passages in a whoosh directory that no reader is using.
-
-    The caller gives each writer a private copy of the directory (hard links: whoosh
-    never rewrites a file in place), so readers of the old copy are untouched.
-    """
-
-    def __init__(self, path: Path, indexname: str = "MAIN") -> None:
-        self.path = Path(path)
-        self.indexname = indexname
-        self._ix = index.FileIndex(FileStorage(str(self.path)), indexname=indexname)
-        self._writer = self._ix.writer()
-        self._corr = Corrections.load(self.path / _corrections_file(indexname))
-        self._added = 0
-
-    def delete_doc(self, doc_id: str, analysed_texts: dict[str, str | tuple[str, str]]) -> int:
-        """Delete every passage of ``doc_id``; ``analysed_texts`` maps passage id → indexed
-        text, or → (indexed text, indexed title)."""
-        w = self._writer
-        searcher = w.searcher()
-        n = 0
-        for docnum in list(searcher.document_numbers(doc_id=doc_id)):
-            if w.is_deleted(docnum):
-                continue
-            pid = searcher.stored_fields(docnum)["pid"]
-            seg, _ = w._segment_and_docnum(docnum)
-            got = analysed_texts.get(pid, "")
-            text, title = (got, "") if isinstance(got, str) else got
-            terms, tterms = text.split(), title.split()
-            c = self._corr.segments.setdefault(seg.segment_id(), SegmentCorrection())
-            c.docs += 1
-            c.length += len(terms)
-            c.df.update(set(terms))
-            c.title_length += len(tterms)
-            c.title_df.update(set(tterms))
-            w.delete_document(docnum)
-            n += 1
-        return n
-
-    def add(self, pid: str, doc_id: str, analysed_text: str, analysed_title: str = "") -> None:
-        self._writer.add_document(pid=pid, doc_id=doc_id, text=analysed_text, title=analysed_title)
-        self._added += 1
-
-    def commit(self, optimize: bool = False, merge: bool = True) -> None:
-        self._writer.commit(optimize=optimize, merge=merge)
-        # Corrections of segments that a merge rewrote are no longer needed.
-        live = set(_segment_names(index.FileIndex(FileStorage(str(self.path)), indexname=self.indexname)))
-        self._corr.segments = {k: v for k, v in self._corr.segments.items() if k in live}
-        self._corr.save(self.path / _corrections_file(self.indexname))
-
-    def cancel(self) -> None:
-        try:
-            self._writer.cancel()
-        except Exception:  # pragma: no cover
-            pass
+def _decoded(terms: list[TermPostings | None], leaves: list[tuple[Postings, int, np.ndarray | None]]) -> int:
+    """Postings held in memory by one cache entry (those decoded from whoosh's blocks)."""
+    return sum(
+        len(tp.docs)
+        for tp, (seg, _, _) in zip(terms, leaves)
+        if tp is not None and isinstance(seg, WhooshSegment)
+    )
