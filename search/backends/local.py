@@ -55,6 +55,8 @@ from ..text import analyze, headline
 from ..types import Article, Passage
 from ..vectors import (
     ANN_SUFFIX,
+    DEFAULT_ANN,
+    AnnSpec,
     VectorSegment,
     load_vectors,
     save_npy,
@@ -212,6 +214,13 @@ def _load_segment(gen_dir: Path, name: str) -> _Segment:
     )
 
 
+def _ann_file(gen_dir: Path, name: str) -> Path | None:
+    """The segment's ANN file in this generation (a cached segment's own path may name a
+    generation since removed)."""
+    p = gen_dir / f"{name}{ANN_SUFFIX}"
+    return p if p.is_file() else None
+
+
 def _write_segment(
     gen_dir: Path,
     name: str,
@@ -220,8 +229,10 @@ def _write_segment(
     sentences: list[list[list[tuple[int, int]]]],
     vectors: np.ndarray,
     minhash: np.ndarray,
-) -> int:
-    """Write one immutable segment; returns its row count."""
+    ann: dict[str, Any],
+) -> dict[str, Any]:
+    """Write one immutable segment; returns its manifest entry (rows, and the ANN spec
+    its index was built with, from the index's recorded ``ann``)."""
     lines: list[str] = []
     spans: list[tuple[int, int]] = []
     sents: list[tuple[int, int]] = []
@@ -244,11 +255,11 @@ def _write_segment(
     ):
         save_npy(Path(f"{base}{suffix}"), arr)
     save_vectors(gen_dir / f"{name}.npy", vectors)
-    write_ann(gen_dir / f"{name}.npy", vectors)
+    spec = write_ann(gen_dir / f"{name}.npy", vectors, AnnSpec.from_dict(ann))
     save_npy(
         Path(f"{base}.sentvec.npy"), _sentence_vectors(articles, vectors.shape[1] if vectors.ndim == 2 else 0)
     )
-    return len(spans)
+    return {"name": name, "rows": len(spans), **({"ann": spec.to_dict()} if spec else {})}
 
 
 def _sentence_vectors(articles: list[Article], dim: int) -> np.ndarray:
@@ -313,7 +324,13 @@ class Snapshot:
             np.add.at(edges, ranges[:, 0] + ranges[:, 1], -1)
             live = np.cumsum(edges[:-1]) > 0
             old = prev_vsegs.get(name)
-            vsegs.append(old.with_live(live) if old is not None else VectorSegment(name, seg.vectors, live))
+            vsegs.append(
+                old.with_live(live, _ann_file(self.dir, name))
+                if old is not None
+                else VectorSegment(
+                    name, seg.vectors, live, _ann_file(self.dir, name), AnnSpec.from_dict(sm.get("ann"))
+                )
+            )
         self.vector_segments: list[VectorSegment] = vsegs
         self.n_passages = sum(r[i_n] for r in self._rows)
         bm25 = self.manifest.get("bm25", {})
@@ -765,6 +782,9 @@ def write_generation(root: Path, batch: WriteBatch, cache: dict[str, _Segment] |
     docs = read_docs(src)
 
     segments = {s["name"]: s for s in manifest["segments"]}
+    # Every segment is built with the ANN spec the index recorded (a rebuild takes the default).
+    if batch.reset or "ann" not in manifest:
+        manifest["ann"] = DEFAULT_ANN.to_dict()
 
     def seg(name: str) -> _Segment:
         if name not in cache:
@@ -846,7 +866,7 @@ def write_generation(root: Path, batch: WriteBatch, cache: dict[str, _Segment] |
                 if all(minhash)
                 else np.zeros((len(articles), 0), np.uint32)
             )
-            rows = _write_segment(
+            segments[name] = _write_segment(
                 tmp,
                 name,
                 articles,
@@ -854,8 +874,8 @@ def write_generation(root: Path, batch: WriteBatch, cache: dict[str, _Segment] |
                 [ss or [[] for _ in ps] for ss, ps in zip(sentences, passages)],
                 allv,
                 sigs,
+                manifest["ann"],
             )
-            segments[name] = {"name": name, "rows": rows}
         writer.commit()
         doc_writer.commit()
         _merge_vector_segments(tmp, manifest, segments, docs, seg)
@@ -956,9 +976,10 @@ def _merge_vector_segments(
         minhash = (
             np.stack(sigs) if sigs and all(len(x) for x in sigs) else np.zeros((len(arts), 0), np.uint32)
         )
-        rows = _write_segment(tmp, new, arts, spans, sents, np.concatenate(vecs), minhash)
+        segments[new] = _write_segment(
+            tmp, new, arts, spans, sents, np.concatenate(vecs), minhash, manifest["ann"]
+        )
         start = 0
         for r in moved:
             r["segment"], r["row_start"] = new, start
             start += r["passages"]
-        segments[new] = {"name": new, "rows": rows}
