@@ -52,7 +52,10 @@ IVF_PROBES = (8, 12, 16, 24, 32, 48, 64, 96)
 CANDIDATES: list[tuple[AnnSpec, list[dict[str, int]]]] = [
     (AnnSpec("ivf", "Flat", nlist_scale=2.0), [{"nprobe": 0}]),  # main before #17: nlist/4
     (AnnSpec("hnsw", "SQ8", m=16, ef_construction=40), [{"ef_search": e} for e in HNSW_EF]),
-    (AnnSpec("hnsw", "SQ8", m=32, ef_construction=40), [{"ef_search": e} for e in HNSW_EF]),
+    (
+        AnnSpec("hnsw", "SQ8", m=32, ef_construction=40),
+        [{"ef_search": e} for e in HNSW_EF] + [{"ef_search": e, "rescore": e} for e in HNSW_EF],
+    ),
     (AnnSpec("hnsw", "SQ8", m=32, ef_construction=80), [{"ef_search": e} for e in HNSW_EF]),
     (AnnSpec("hnsw", "Flat", m=32, ef_construction=40), [{"ef_search": e} for e in HNSW_EF]),
     (AnnSpec("ivf", "SQ8", nlist_scale=4.0), [{"nprobe": p} for p in IVF_PROBES]),
@@ -70,13 +73,14 @@ def log(msg: str) -> None:
 def exact_top(x: np.ndarray, q: np.ndarray, k: int, allowed: np.ndarray | None = None) -> np.ndarray:
     """Exact top ``k`` rows per query (blocked matrix products)."""
     out = np.empty((len(q), k), dtype=np.int64)
-    for lo in range(0, len(q), 256):
-        s = q[lo : lo + 256] @ x.T
+    step = max(1, 2**25 // len(x))  # a block of scores stays near 128 MB
+    for lo in range(0, len(q), step):
+        s = q[lo : lo + step] @ x.T
         if allowed is not None:
             s[:, ~allowed] = -np.inf
         top = np.argpartition(-s, k - 1, axis=1)[:, :k]
         order = np.take_along_axis(s, top, axis=1).argsort(axis=1)[:, ::-1]
-        out[lo : lo + 256] = np.take_along_axis(top, order, axis=1)
+        out[lo : lo + step] = np.take_along_axis(top, order, axis=1)
     return out
 
 

@@ -212,17 +212,29 @@ def spec_of(index: Any) -> AnnSpec | None:
     kind = kind_of(index)
     if kind == "flat":
         return None
-    codes = "SQ8"
     if kind == "hnsw":
+        codes = _codes(faiss.downcast_index(faiss.downcast_index(index).storage))
         h = faiss.downcast_index(index).hnsw
         return AnnSpec(
             kind="hnsw", codes=codes, ef_search=int(h.efSearch), ef_construction=int(h.efConstruction)
         )
     ivf = faiss.extract_index_ivf(index)
+    codes = _codes(faiss.downcast_index(ivf))
     ef = 64
     if kind == "ivf-hnsw":
         ef = int(faiss.downcast_index(ivf.quantizer).hnsw.efSearch)
     return AnnSpec(kind=kind, codes=codes, nlist=int(ivf.nlist), nprobe=int(ivf.nprobe), ef_search=ef)
+
+
+def _codes(index: Any) -> str:
+    """The code string of a flat or scalar-quantised FAISS index (storage or IVF)."""
+    faiss = _faiss()
+    sq = getattr(index, "sq", None)
+    if sq is None:
+        return "Flat"
+    return {faiss.ScalarQuantizer.QT_8bit: "SQ8", faiss.ScalarQuantizer.QT_4bit: "SQ4"}.get(
+        sq.qtype, "SQfp16"
+    )
 
 
 def search_params(spec: AnnSpec, k: int, sel: Any = None, fraction: float = 1.0) -> tuple[Any, list[Any]]:
