@@ -42,7 +42,7 @@ QUESTION_WORDS = frozenset(
 # about the next.
 LOOKS_AHEAD = re.compile(
     r"\b(?:will|won't|shall|must|would|scheduled|set to|sets up|going to|next|upcoming|looking ahead"
-    r"|heads? to|awaits?)\b",
+    r"|heads? to|awaits?|to face|faces? next)\b",
     re.IGNORECASE,
 )
 

@@ -365,3 +365,96 @@ def test_wrong_kinds_from_the_issue_are_not_answers() -> None:
     assert all("year-old" not in c.text for cl in d.clusters for c in cl.members)
     d = decide("how many wins in a row did Chelsea have", hits_of(arts[1:]), FakeEngine(arts[1:]))
     assert d.clusters[0].text == "five"
+
+
+def test_twice_answers_how_many_times_and_an_adjective_count_does_not_win() -> None:
+    """'twice' states a count of times by itself (a FREQUENCY entity from the patterns file);
+    'Three-time champions' names the count of something else, in a sentence off the focus."""
+    arts = [
+        article(
+            "p.txt",
+            "Three-time champions Argentina won the match. "
+            "Argentina pressed hard, hitting the post twice through Alexis Mac Allister.",
+            [
+                ("Three", "CARDINAL"),
+                ("Argentina", "GPE"),
+                ("twice", "FREQUENCY"),
+                ("Alexis Mac Allister", "PERSON"),
+            ],
+        )
+    ]
+    d = decide("how many times did Mac Allister hit the post", hits_of(arts), FakeEngine(arts))
+    assert d.clusters[0].text == "twice"
+    assert value_key("number", "twice") == "2" and value_key("number", "once") == "1"
+
+
+def test_a_place_conflicts_at_the_city_level_but_a_team_is_no_city() -> None:
+    ents = [("MetLife Stadium", "VENUE"), ("New Jersey", "GPE"), ("New York", "GPE"), ("Spain", "GPE")]
+    arts = [
+        article(
+            "a.txt",
+            "The final against Spain will be played at MetLife Stadium in New Jersey on Sunday.",
+            ents,
+        ),
+        article("b.txt", "The final against Spain is at MetLife Stadium in New Jersey on Sunday.", ents),
+        article("c.txt", "They face Spain in the final in New York on Sunday.", ents),
+    ]
+    block = ask("where will the final be played", arts)
+    assert [c.text for c in block.conflicts] == ["New York"]
+    assert block.conflicts[0].sentences[0].doc_id == "c.txt"
+    agree = [a for a in arts if a.id != "c.txt"]
+    assert ask("where will the final be played", agree).conflicts == []  # Spain is a team, not a city
+
+
+def test_closeness_counts_from_the_focus_when_no_predicate_word_is_there() -> None:
+    ents = [("Egypt", "GPE"), ("2-0", "SCORE"), ("3-2", "SCORE"), ("Cape Verde", "GPE")]
+    arts = [
+        article(
+            "e.txt",
+            "After beating Cape Verde 2-0 in the group, they came from behind to beat Egypt 3-2.",
+            ents,
+        )
+    ]
+    d = decide("what was the score against Egypt", hits_of(arts), FakeEngine(arts))
+    assert d.clusters[0].text == "3-2"
+
+
+def test_a_value_agreeing_outlets_also_state_is_another_events_not_a_conflict() -> None:
+    ents = [
+        ("Fernandez", "PERSON"),
+        ("Martinez", "PERSON"),
+        ("85th minute", "MINUTE"),
+        ("92nd minute", "MINUTE"),
+    ]
+    winner = "Martinez headed the winner in the 92nd minute."
+    arts = [
+        article("a.txt", f"Fernandez equalised in the 85th minute. {winner}", ents),
+        article("b.txt", f"Fernandez equalised in the 85th minute for Argentina. {winner}", ents),
+        article(
+            "c.txt", "Fernandez equalised for Argentina, then came the 92nd minute and the winner.", ents
+        ),
+    ]
+    # c.txt names no minute for the equaliser; the 92nd is the winner's, as a.txt and b.txt say.
+    assert ask("in what minute did Fernandez equalise", arts).conflicts == []
+
+
+def test_less_said_is_no_conflict_and_a_preview_is_no_answer_about_the_past() -> None:
+    ents = [
+        ("Martinez", "PERSON"),
+        ("92nd minute", "MINUTE"),
+        ("stoppage time", "MINUTE"),
+        ("Monday", "DATE"),
+    ]
+    arts = [
+        article("a.txt", "Martinez headed the winner in the 92nd minute.", ents),
+        article("b.txt", "Martinez headed the winner in the 92nd minute of the semi-final.", ents),
+        article("c.txt", "Martinez headed the winner in stoppage time.", ents),
+    ]
+    assert ask("in what minute did Martinez head the winner", arts).conflicts == []
+    days = [("semi-final", "EVENT"), ("Wednesday", "DATE"), ("Monday", "DATE")]
+    arts = [
+        article("a.txt", "The semi-final was played on Wednesday.", days),
+        article("b.txt", "The semi-final was played on Wednesday in Atlanta.", days),
+        article("c.txt", "After the semi-final they will face Spain in the final on Monday.", days),
+    ]
+    assert ask("on what day was the semi-final played", arts).conflicts == []

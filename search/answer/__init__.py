@@ -29,7 +29,7 @@ from .confidence import confidence, features, threshold
 from .evidence import weigh
 from .question import QuestionInfo, analyse, label_fit, table
 from .ranker import pointwise, rank
-from .typed import candidates, entity_at
+from .typed import candidates, entity_at, label_votes, voted_label
 
 __all__ = ["Decision", "QuestionInfo", "analyse", "build_answer", "decide"]
 
@@ -39,6 +39,7 @@ ADDRESS_REL = 0.5  # a sentence stating half the question's weight addresses it
 CONFLICT_FIT = 0.75  # only a value plainly of the asked kind contradicts (a minute, not "later")
 CONFLICT_FOCUS = 0.8  # the sentence, or the passage around it, names every focus word
 CONFLICT_RATIO = 0.5  # an article's own answer must score this share of the weakest winning one
+PAST_AHEAD = 0.5  # the tense fit of a preview for a question about the past (candidates.Sent.tense)
 OLD_INDEX = "this index was built before entities were stored: run `search reindex` to get short answers"
 
 
@@ -147,35 +148,111 @@ def build_answer(question: str, hits: Sequence[Hit], engine: Any, qvec: Any = No
         block.sentences = [_cite(c.sent) for c in chosen[:MAX_SENTENCES]]
     else:
         block.sentences = [_cite(best or chosen[0].sent)]
-    if d.q.single:
-        block.conflicts = _conflicts(d.q.atype, top, d.clusters[1:], same_event(top, d.sents, d.idf))
+    # A disagreement needs a reference worth disagreeing with: the short answer, or a value
+    # two outlets state in sentences of the question's tense (not two previews of the final
+    # for "what day was the semi-final played").
+    settled = block.text is not None or sum(c.sent.tense > PAST_AHEAD for c in top.articles.values()) >= 2
+    if d.q.single and settled:
+        votes = label_votes(d.sents)
+        block.conflicts = _conflicts(d.q, top, d.clusters[1:], same_event(top, d.sents, d.idf), votes)
     return block
 
 
-def _conflicts(atype: str, top: Cluster, others: list[Cluster], same: Any) -> list[Conflict]:
-    """Articles whose own answer differs: each article answers with its best candidate of a
-    value plainly of the asked kind, in a sentence that (with the text around it) names
-    the question's focus.
-    An article that states the winning value anywhere is not in conflict, nor one whose
-    answer is far weaker than a typical winning article's (a stray number beside the question's
-    words), hedged ("at least one"), or about another event than the winning sentences
-    (the ages of two different players, a goal in another match)."""
+def _conflicts(
+    q: QuestionInfo, top: Cluster, others: list[Cluster], same: Any, votes: dict[str, list[str]]
+) -> list[Conflict]:
+    """Articles whose own answer differs, at each level the table's ``conflict_levels`` names
+    for the asked type (a place is a stadium and a city: "MetLife Stadium in New Jersey"
+    against "in New York" is a conflict of cities). At the first level every value plainly of
+    the asked kind counts and the winning value is the reference; at a further level (an answer
+    type of the table) the values plainly of that type count, and the reference is the value of
+    that level the winning articles state.
+
+    Each article answers with its best candidate, in a sentence that (with the text around
+    it) names the question's focus. It is in conflict only with a value of the same form as
+    the reference: the same family of labels (the table's ``label_family``: a day does not
+    contradict a minute), both or neither counted from stoppage time ("the second minute of
+    added time" restates the 92nd), both with a number when a number is asked ("stoppage
+    time" says less than "the second minute of added time", not something else), never from a preview when the question asks about the past
+    (the day of the final does not contradict the day of the semi-final). An article that states the
+    reference anywhere is not in conflict, nor one whose value an article stating the reference
+    states too (there it is another event's: the winner's minute beside the equaliser's), nor one whose answer is far weaker than a typical
+    winning article's (a stray number beside the question's words), hedged ("at least
+    one"), or about another event than the winning sentences (the ages of two players)."""
+    clusters = [top, *others]
+    out: dict[str, Conflict] = {}
+    for level in [None, *table().get("conflict_levels", {}).get(q.atype, [])]:
+        if level is None:
+            ref: Cluster | None = top
+        else:
+            shared = [
+                cl
+                for cl in clusters
+                if any(_plain(q, level, c, votes) for c in cl.articles.values())
+                and set(cl.articles) & set(top.articles)
+            ]
+            ref = max(
+                shared, key=lambda cl: (len(set(cl.articles) & set(top.articles)), cl.score), default=None
+            )
+        if ref is None:
+            continue
+        for c in _level_conflicts(q, ref, clusters, same, level, votes):
+            out.setdefault(c.text, c)
+    return sorted(out.values(), key=lambda c: -c.support)
+
+
+def _plain(q: QuestionInfo, level: str | None, c: Any, votes: dict[str, list[str]]) -> bool:
+    """A candidate plainly of the asked kind (at ``level``, an answer type of the table), by
+    the label the model gave its text most often ("Scaloni" tagged GPE once is no city)."""
+    label = voted_label(votes, c.text, c.label)
+    fit = q.fit(label, c.text) if level is None else label_fit(level, label, c.text)
+    return fit >= CONFLICT_FIT
+
+
+def _form(c: Any, votes: dict[str, list[str]]) -> tuple[str, bool]:
+    """What a value must share with the reference to contradict it: its label family, and
+    whether it counts from stoppage time."""
+    label = voted_label(votes, c.text, c.label)
+    family = table().get("label_family", {}).get(label, label)
+    return family, bool(re.search(table().get("stoppage", "$^"), c.text, re.I))
+
+
+def _level_conflicts(
+    q: QuestionInfo,
+    ref: Cluster,
+    clusters: list[Cluster],
+    same: Any,
+    level: str | None,
+    votes: dict[str, list[str]],
+) -> list[Conflict]:
     best: dict[str, tuple[Cluster, Any]] = {}
-    for cl in [top, *others]:
+    for cl in clusters:
+        if cl is not ref and set(cl.articles) & set(ref.articles):
+            continue  # an article that states the reference states this too: another event's value
         for key, c in cl.articles.items():
-            if c.sent.focus < CONFLICT_FOCUS or label_fit(atype, c.label) < CONFLICT_FIT:
+            if c.sent.focus < CONFLICT_FOCUS or not _plain(q, level, c, votes):
                 continue
             if key not in best or c.score > best[key][1].score:
                 best[key] = (cl, c)
-    floor = CONFLICT_RATIO * min((c.score for c in top.articles.values()), default=0.0)
+    floor = CONFLICT_RATIO * min((c.score for c in ref.articles.values()), default=0.0)
     hedge = re.compile(table().get("hedge", "$^"), re.I)
+    forms = {_form(c, votes) for c in ref.articles.values()}
+    counted = q.atype in table().get("needs_number", []) and any(ch.isdigit() for ch in ref.key)
     groups: dict[str, tuple[Cluster, list[Any]]] = {}
     for key, (cl, c) in sorted(best.items()):
-        if cl is top or key in top.articles or c.score < floor or hedge.search(c.text) or not same(c.sent):
+        if cl is ref or key in ref.articles or c.score < floor or hedge.search(c.text) or not same(c.sent):
             continue
+        if _form(c, votes) not in forms or c.sent.tense <= PAST_AHEAD:
+            continue
+        if (
+            counted != any(ch.isdigit() for ch in cl.key)
+            or not counted
+            and q.atype in table().get("needs_number", [])
+        ):
+            continue  # "stoppage time" is less said than "the 92nd minute", not something else
         groups.setdefault(cl.key, (cl, []))[1].append(c)
     out = []
     for cl, theirs in groups.values():
         theirs.sort(key=lambda c: -c.score)
         out.append(Conflict(text=cl.text, support=len(theirs), sentences=[_cite(c.sent) for c in theirs[:3]]))
-    return sorted(out, key=lambda c: -c.support)
+    return out

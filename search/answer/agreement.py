@@ -33,7 +33,7 @@ _WORD_NUMBERS = {
         "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
         "sixteen seventeen eighteen nineteen twenty".split()
     )
-}
+} | {"once": "1", "twice": "2", "thrice": "3"}
 
 
 @dataclass

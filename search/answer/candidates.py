@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -43,6 +44,7 @@ OFF_CUE = 0.3
 DENSE_FLOOR = 0.15
 DENSE_FULL = 0.6
 DENSE_WEIGHT = 0.5
+_WORDS = re.compile(r"[^\W_]+")
 
 
 @dataclass
@@ -62,6 +64,8 @@ class Sent:
     keys: frozenset[str] = frozenset()  # analysed terms (first PREFIX letters) of the sentence
     dense: float = 0.0  # the question's cosine with the sentence's stored vector, scaled to 0..1
     hits: list[int] = field(default_factory=list)  # offsets (in the sentence) of matched words
+    anchors: list[int] = field(default_factory=list)  # offsets of the focus words it names
+    ents: list[tuple[int, int, str]] = field(default_factory=list)  # the stored entities inside it
     evidence: float | None = None  # the probability that it states the answer (stage 2b)
     pick: float = 0.0  # the probability that it is the one sentence to quote (stage 2b)
     passage: float = 1.0  # its passage's fused retrieval score over the first passage's
@@ -100,14 +104,21 @@ def cue_pattern(atype: str) -> re.Pattern[str] | None:
     return re.compile(rx, re.I) if rx else None
 
 
+@lru_cache(maxsize=1 << 12)
+def _name_words(text: str, entities: tuple[tuple[int, int, str], ...]) -> frozenset[str]:
+    """The words of an article's named entities (cached: the same articles come back)."""
+    out: set[str] = set()
+    for s, e, label in entities:
+        if label in NAME_LABELS:
+            out.update(w.lower() for w in _WORDS.findall(text[s:e]))
+    return frozenset(out - STOP_WORDS)
+
+
 def focus_words(q: QuestionInfo, articles: Sequence[Article]) -> list[str]:
     """The question's words that name something: in a stored entity, or capitalised."""
     ent_words: set[str] = set()
     for a in articles:
-        for s, e, label in a.entities:
-            if label in NAME_LABELS:
-                ent_words.update(w.lower() for w in re.findall(r"[^\W_]+", a.text[s:e]))
-    ent_words -= STOP_WORDS
+        ent_words |= _name_words(a.text, tuple(a.entities))
     named = {n.lower() for n in q.names}
     out = []
     for w in q.words:
@@ -140,27 +151,53 @@ def collect(
             if (p.doc_id, s) not in seen:
                 seen[(p.doc_id, s)] = Sent(p.doc_id, s, e, a.text[s:e], h.rank or 1, a, passage=h.score / top)
     sents = list(seen.values())
+    _place_entities(sents)
     _score(q, sents, focus)
     if qvec is not None:
         _meaning(sents, np.asarray(qvec, np.float32).reshape(-1))
     return sents, focus
 
 
-def _meaning(sents: list[Sent], qvec: np.ndarray) -> None:
-    """Blend in how close each sentence's stored vector is to the question's."""
-    index: dict[str, dict[tuple[int, int], int]] = {}
+def _place_entities(sents: list[Sent]) -> None:
+    """Give each sentence the stored entities inside it: one pass over an article's sorted
+    entities per question, instead of one per sentence."""
+    by_article: dict[str, tuple[list[int], list[tuple[int, int, str]]]] = {}
     for s in sents:
         a = s.article
-        vecs = a.sentence_vectors
-        if vecs is None or len(vecs) != len(a.sentences):
+        if a.id not in by_article:
+            ents = sorted(a.entities)
+            by_article[a.id] = ([x for x, _, _ in ents], ents)
+        starts, ents = by_article[a.id]
+        i = bisect_left(starts, s.start)
+        out = []
+        while i < len(ents) and ents[i][0] < s.end:
+            if ents[i][1] <= s.end:
+                out.append(ents[i])
+            i += 1
+        s.ents = out
+
+
+def _meaning(sents: list[Sent], qvec: np.ndarray) -> None:
+    """Blend in how close each sentence's stored vector is to the question's (one product
+    per article, over all its sentences)."""
+    index: dict[str, dict[tuple[int, int], float]] = {}
+    for s in sents:
+        a = s.article
+        if a.id not in index:
+            vecs = a.sentence_vectors
+            ok = vecs is not None and len(vecs) == len(a.sentences) and len(vecs) > 0
+            cos = (np.asarray(vecs, np.float32) @ qvec).tolist() if ok else []
+            index[a.id] = dict(zip(a.sentences, cos))
+        c = index[a.id].get((s.start, s.end))
+        if c is None:
             continue
-        pos = index.setdefault(a.id, {span: i for i, span in enumerate(a.sentences)})
-        i = pos.get((s.start, s.end))
-        if i is None:
-            continue
-        cos = float(np.asarray(vecs[i], np.float32) @ qvec)
-        s.dense = min(1.0, max(0.0, (cos - DENSE_FLOOR) / (DENSE_FULL - DENSE_FLOOR)))
+        s.dense = min(1.0, max(0.0, (c - DENSE_FLOOR) / (DENSE_FULL - DENSE_FLOOR)))
         s.rel = (1 - DENSE_WEIGHT) * s.rel + DENSE_WEIGHT * s.dense
+
+
+@lru_cache(maxsize=1 << 15)
+def _keyset(text: str) -> frozenset[str]:
+    return frozenset(k for k, _ in _keyed(text))
 
 
 @lru_cache(maxsize=1 << 15)  # the same articles' sentences come back question after question
@@ -197,22 +234,20 @@ def _focus_fit(s: Sent, missing: list[str], n_focus: int) -> float:
 
 def _score(q: QuestionInfo, sents: list[Sent], focus: list[str]) -> None:
     keyed = [_keyed(s.text) for s in sents]
+    keysets = [_keyset(s.text) for s in sents]
     n = len(sents) or 1
-    df: dict[str, int] = {}
-    for ks in keyed:
-        for k in {k for k, _ in ks}:
-            df[k] = df.get(k, 0) + 1
     want = {_key(t): 1.0 for t in q.terms}
     for t in q.related:
         want.setdefault(_key(t), RELATED_WEIGHT)
-    weight = {k: w * math.log(1 + n / (1 + df.get(k, 0))) for k, w in want.items()}
+    df = {k: sum(k in ks for ks in keysets) for k in want}
+    weight = {k: w * math.log(1 + n / (1 + df[k])) for k, w in want.items()}
+    ordered = sorted(weight)  # one summation order in every process
     total = sum(weight[_key(t)] for t in set(q.terms)) or 1.0
     focus_keys = [_key(term(f)) for f in focus]
     cue = cue_pattern(q.atype)
-    for s, ks in zip(sents, keyed):
-        present = {k for k, _ in ks}
-        s.keys = frozenset(present)
-        found = sum(weight[k] for k in sorted(present) if k in weight)  # sorted: one sum in every process
+    for s, ks, present in zip(sents, keyed, keysets):
+        s.keys = present
+        found = sum(weight[k] for k in ordered if k in present)
         if found:  # question words that stand together in the sentence as in the question
             pos: dict[str, list[int]] = {}
             for i, (k, _) in enumerate(ks):
@@ -229,6 +264,7 @@ def _score(q: QuestionInfo, sents: list[Sent], focus: list[str]) -> None:
         s.rel = s.lex = min(1.0, found / total)
         # Words of the predicate ("joined", "winner"), not the focus, place the answer.
         s.hits = [a for k, a in ks if k in weight and k not in focus_keys]
+        s.anchors = [a for k, a in ks if k in focus_keys]
         if cue is not None and not cue.search(s.text):
             s.cue = OFF_CUE
         missing = [f for f in focus_keys if f not in present]

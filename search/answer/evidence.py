@@ -20,7 +20,7 @@ from importlib import resources
 from typing import Any
 
 from .candidates import Sent, rank_prior
-from .question import QuestionInfo, label_fit
+from .question import QuestionInfo
 from .typed import fold, proximity, words_of
 
 FEATURES = (
@@ -67,9 +67,7 @@ def features(q: QuestionInfo, sents: list[Sent]) -> list[dict[str, float]]:
         a = s.article
         pos = positions.setdefault(a.id, {start: i for i, (start, _) in enumerate(a.sentences)})
         typed = [
-            (label_fit(q.atype, lb, a.text[x:y]), x, y)
-            for x, y, lb in a.entities
-            if x >= s.start and y <= s.end and not (words_of(a.text[x:y]) & qwords)
+            (q.fit(lb, a.text[x:y]), x, y) for x, y, lb in s.ents if not (words_of(a.text[x:y]) & qwords)
         ]
         fits = [f for f, _, _ in typed]
         slot = max((f * proximity(s, x - s.start, y - s.start) for f, x, y in typed if f > 0), default=0.0)
@@ -100,7 +98,11 @@ def features(q: QuestionInfo, sents: list[Sent]) -> list[dict[str, float]]:
 
 
 def _z(row: dict[str, float], p: dict[str, Any]) -> float:
-    return float(p["bias"] + sum(w * row.get(k, 0.0) for k, w in sorted(p["weights"].items())))
+    return _linear(row, p["bias"], tuple(sorted(p["weights"].items())))
+
+
+def _linear(row: dict[str, float], bias: float, items: tuple[tuple[str, float], ...]) -> float:
+    return float(bias + sum(w * row.get(k, 0.0) for k, w in items))
 
 
 def weigh(q: QuestionInfo, sents: list[Sent]) -> list[dict[str, float]]:
@@ -115,11 +117,13 @@ def weigh(q: QuestionInfo, sents: list[Sent]) -> list[dict[str, float]]:
     rows = features(q, usable)
     p = params()
     point = p.get("pointwise") or p
-    z = [_z(r, p) for r in rows]
+    items, point_items = tuple(sorted(p["weights"].items())), tuple(sorted(point["weights"].items()))
+    z = [_linear(r, p["bias"], items) for r in rows]
     top = max(z, default=0.0)
     e = [math.exp(v - top) for v in z]
+    total = sum(e)
     for s, row, ev in zip(usable, rows, e):
-        zp = _z(row, point)
+        zp = _linear(row, point["bias"], point_items)
         s.evidence = 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, zp))))
-        s.pick = ev / sum(e)
+        s.pick = ev / total
     return rows

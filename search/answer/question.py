@@ -43,6 +43,14 @@ class QuestionInfo:
     tense: str  # "future", "past" or "present"
     counted: str = ""  # the noun a "how many" question counts ("goals"), as an index term
 
+    def fit(self, label: str, text: str = "") -> float:
+        """How well an entity answers this question: its label's fit to the type, or a
+        full fit for a label that states a count of what a "how many" question counts
+        (the table's ``counted_labels``: "twice" for "how many times")."""
+        if self.counted and label in table().get("counted_labels", {}).get(self.counted[:5], ()):
+            return 1.0
+        return label_fit(self.atype, label, text)
+
     @property
     def single(self) -> bool:
         """One true value (a minute, a date, a score): different values are conflicts."""

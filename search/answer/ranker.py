@@ -21,7 +21,7 @@ from typing import Any
 
 from .agreement import Cluster
 from .candidates import Sent, rank_prior
-from .question import QuestionInfo, label_fit
+from .question import QuestionInfo
 
 FEATURES = (
     "score",  # the value's best candidate score over the best in the question
@@ -98,7 +98,7 @@ def features(
                 "dense": s.dense,
                 "lex_max": max(x.lex for x in own),
                 "dense_max": max(x.dense for x in own),
-                "fit": label_fit(q.atype, best.label),
+                "fit": q.fit(best.label),
                 "near": best.near,
                 "hits": 1.0 if s.hits else 0.0,
                 "strict": 1.0 if s.strict else 0.0,

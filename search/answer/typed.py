@@ -11,9 +11,10 @@ from functools import lru_cache
 
 from ..text import term
 from .candidates import Sent
-from .question import QuestionInfo, label_fit, table
+from .question import QuestionInfo, table
 
 PROXIMITY_WORDS = 12
+ANCHOR_FIT = 0.9  # closeness to a focus word says less than closeness to a predicate word
 COUNT_MISS = 0.4  # a number not followed by what the question counts
 _WORD_RE = re.compile(r"[^\W_]+")  # an entity this many words from the question's matched words counts half
 _LEAD_THE = re.compile(r"^(?:the|a|an)\s+", re.I)
@@ -22,7 +23,7 @@ _LETTER = re.compile(r"[^\W\d_]")
 _NEEDS_LETTERS = frozenset({"person", "team", "club", "place", "city"})
 _NUMBERISH = re.compile(
     r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|"
-    r"hundred|thousand|half|first|second|third|fourth|fifth|stoppage|injury|added)\b",
+    r"hundred|thousand|half|first|second|third|fourth|fifth|stoppage|injury|added|once|twice|thrice)\b",
     re.I,
 )
 
@@ -71,23 +72,21 @@ def candidates(q: QuestionInfo, sents: list[Sent]) -> list[Candidate]:
     }
     acronyms = {n for n in q.names if n.isupper() and 2 <= len(n) <= 5}  # "QPR"
     numeric = set(table().get("needs_number", []))
-    votes = _label_votes(sents)
+    votes = label_votes(sents)
     out: list[Candidate] = []
     for s in sents:
         if not s.usable:
             continue
         first = True
-        for a, b, label in s.article.entities:
-            if a < s.start or b > s.end:
-                continue
+        for a, b, label in s.ents:
             a, b = _trim(s.article.text, a, b)
             text = s.article.text[a:b]
-            fit = label_fit(q.atype, label, text)
+            fit = q.fit(label, text)
             if fit <= 0:
                 continue
             others = votes.get(fold(text), ())
             if len(others) > 1:  # the model's other tags of the same name in these articles
-                fit = 0.5 * fit + 0.5 * sum(label_fit(q.atype, lb, text) for lb in others) / len(others)
+                fit = 0.5 * fit + 0.5 * sum(q.fit(lb, text) for lb in others) / len(others)
             if not text.strip() or (q.atype in _NEEDS_LETTERS and not _LETTER.search(text)):
                 continue
             if q.atype in numeric and not _NUMBERISH.search(text):
@@ -96,22 +95,25 @@ def candidates(q: QuestionInfo, sents: list[Sent]) -> list[Candidate]:
                 continue  # the question's own subject ("QPR": Queens Park Rangers) is not its answer
             near = proximity(s, a - s.start, b - s.start)
             if q.counted:  # "how many goals": "158 goals", not "10-point"
-                after = s.article.text[a : b + 40]
-                fit *= (
-                    1.0
-                    if any(q.counted[:5] == term(w)[:5] for w in _WORD_RE.findall(after.lower())[:4])
-                    else COUNT_MISS
-                )
+                fit *= 1.0 if counts(q.counted, label, s.article.text[a : b + 40]) else COUNT_MISS
             out.append(Candidate(text, a, b, label, s, s.score * fit * near, near, first))
             first = False
     return out
+
+
+def counts(counted: str, label: str, text: str) -> bool:
+    """Whether an entity (``text`` runs from it on) counts what the question counts: "158
+    goals" for goals; "twice" for times, by its label (the table's ``counted_labels``)."""
+    if label in table().get("counted_labels", {}).get(counted[:5], ()):
+        return True
+    return any(counted[:5] == term(w)[:5] for w in _WORD_RE.findall(text.lower())[:4])
 
 
 def _initials(text: str) -> str:
     return "".join(w[0] for w in text.split() if w[:1].isupper())
 
 
-def _label_votes(sents: list[Sent]) -> dict[str, list[str]]:
+def label_votes(sents: list[Sent]) -> dict[str, list[str]]:
     """Every label the model gave each name across the candidate articles: "Southampton"
     tagged PERSON once and ORG five times is a club, whatever one sentence says."""
     votes: dict[str, list[str]] = {}
@@ -121,30 +123,49 @@ def _label_votes(sents: list[Sent]) -> dict[str, list[str]]:
         if a.id in seen:
             continue
         seen.add(a.id)
-        for x, y, label in a.entities:
-            x, y = _trim(a.text, x, y)
-            votes.setdefault(fold(a.text[x:y]), []).append(label)
+        for name, labels in _article_votes(a.text, tuple(a.entities)):
+            votes.setdefault(name, []).extend(labels)
     return votes
 
 
+@lru_cache(maxsize=1 << 12)
+def _article_votes(
+    text: str, entities: tuple[tuple[int, int, str], ...]
+) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Each name of one article with the labels the model gave it there (cached per article)."""
+    out: dict[str, list[str]] = {}
+    for x, y, label in entities:
+        x, y = _trim(text, x, y)
+        out.setdefault(fold(text[x:y]), []).append(label)
+    return tuple((k, tuple(v)) for k, v in out.items())
+
+
+def voted_label(votes: dict[str, list[str]], text: str, label: str) -> str:
+    """The label the model gave ``text`` most often across the candidate articles."""
+    got = votes.get(fold(text))
+    return max(sorted(set(got)), key=got.count) if got else label
+
+
 def proximity(s: Sent, a: int, b: int) -> float:
-    """1 beside the question's matched words, 1/2 at PROXIMITY_WORDS words away."""
-    if not s.hits:
+    """1 beside the question's matched words, 1/2 at PROXIMITY_WORDS words away. A sentence
+    that states none of the question's predicate words measures from the focus it names
+    instead ("what was the score against Egypt": "beat Egypt 3-2"), at most ANCHOR_FIT."""
+    marks, cap = (s.hits, 1.0) if s.hits else (s.anchors, ANCHOR_FIT)
+    if not marks:
         return 0.5
 
     def gap(h: int) -> int:
         lo, hi = (h, a) if h < a else (b, h) if h > b else (0, 0)
         return s.text[lo:hi].count(" ")
 
-    return 1.0 / (1.0 + min(gap(h) for h in s.hits) / PROXIMITY_WORDS)
+    return cap / (1.0 + min(gap(h) for h in marks) / PROXIMITY_WORDS)
 
 
 def entity_at(s: Sent, matches: Callable[[str], bool], atype: str = "") -> Candidate | None:
     """The first entity of sentence ``s`` whose text ``matches``, as a candidate."""
-    for a, b, label in s.article.entities:
-        if a >= s.start and b <= s.end:
-            a, b = _trim(s.article.text, a, b)
-            text = s.article.text[a:b]
-            if text.strip() and matches(text):
-                return Candidate(text, a, b, label, s, s.score * 0.5)
+    for a, b, label in s.ents:
+        a, b = _trim(s.article.text, a, b)
+        text = s.article.text[a:b]
+        if text.strip() and matches(text):
+            return Candidate(text, a, b, label, s, s.score * 0.5)
     return None
