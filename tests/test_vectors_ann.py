@@ -100,7 +100,9 @@ def test_filters_and_liveness_inside_the_index(
     assert np.mean(hits["narrow"]) == 1.0  # the exact path
 
 
-def test_a_narrow_filter_never_returns_fewer_than_exist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_narrow_filter_never_returns_fewer_than_exist(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(vx, "ANN_MIN_ROWS", 1000)
     monkeypatch.setattr(vx, "EXACT_ALLOWED_ROWS", 0)  # through the index, however few pass
     rng = np.random.default_rng(13)
