@@ -17,11 +17,12 @@ How a segment is searched depends on its size (``search_method``):
 ``flat``   (larger, without an ANN file)
     Exact FAISS ``IndexFlatIP``.
 ``ann``    (a ``seg-N.faiss`` file beside ``seg-N.npy``)
-    An IVF index (``IVF{nlist},Flat``, or ``,SQ8`` to quarter the memory) built once at
-    write time by :func:`write_ann` for segments of at least ``ANN_MIN_ROWS`` rows, with
-    ``nprobe`` set for recall@10 >= 0.98 against exact search on real MiniLM vectors
-    (see ``docs/benchmarks.md``). A reader never builds one: a large segment without its
-    file is searched exactly, which is slower but never wrong.
+    The index :mod:`search.ann` describes (``DEFAULT_ANN`` for a new index: see the
+    measurements beside it), built once at write time by :func:`write_ann` for segments
+    of at least ``ANN_MIN_ROWS`` rows. It holds 8-bit codes, not floats; its candidates
+    are re-scored exactly from the memory-mapped ``.npy``, so every vector is stored
+    once as floats. A reader never builds one: a large segment without its file is
+    searched exactly, which is slower but never wrong.
 
 Liveness masks apply to every method: numpy masks scores, FAISS takes an
 ``IDSelectorBitmap``.
@@ -30,7 +31,6 @@ Liveness masks apply to every method: numpy masks scores, FAISS takes an
 from __future__ import annotations
 
 import logging
-import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,13 +38,16 @@ from typing import Any
 
 import numpy as np
 
+from . import ann
+from .ann import AnnSpec
+
 log = logging.getLogger(__name__)
 
 #: Segments up to this many rows are searched with numpy. Measured (docs/benchmarks.md,
 #: 2 cores): ~1 ms a query at 10k rows, ~2 ms at 20k, against ~1 ms for IVF at 100k;
 #: below this size exact search is cheap and a cold query skips faiss's import.
 NUMPY_MAX_ROWS = 20_000
-#: Segments of at least this many rows get an IVF index at write time.
+#: Segments of at least this many rows get an ANN index at write time.
 ANN_MIN_ROWS = 20_000
 #: One query is searched on one thread: a matrix-vector product gains little from a
 #: second core, and on a busy machine OpenMP/BLAS threads spin-waiting for a core
@@ -54,11 +57,9 @@ QUERY_THREADS = 1
 #: exactly with numpy; above it FAISS searches with a bitmap selector (FILTERS_NOTES.md).
 EXACT_ALLOWED_ROWS = 2_048
 ANN_SUFFIX = ".faiss"
-#: Fraction of IVF lists probed. Measured recall@10 against exact search on real MiniLM
-#: vectors (docs/benchmarks.md): SciFact's 17,480 passages 0.893 at 1/16, 0.944 at 1/8,
-#: 0.982 at 1/4 (0.6 ms a query); BBC x10 0.987 at 1/4. Never fewer than ``MIN_NPROBE``.
-NPROBE_FRACTION = 1 / 4
-MIN_NPROBE = 32
+#: The ANN index a new index builds its large segments with (an index keeps the spec it
+#: recorded in its manifest; see :mod:`search.ann`).
+DEFAULT_ANN = AnnSpec(kind="hnsw", codes="SQ8", m=32, ef_construction=40, ef_search=64, rescore=0)
 
 
 _faiss_ready = False
@@ -72,13 +73,6 @@ def _faiss() -> Any:  # faiss costs 0.1-0.3 s to import: only when FAISS is used
         faiss.omp_set_num_threads(QUERY_THREADS)
         _faiss_ready = True
     return faiss
-
-
-def _cores() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not Linux
-        return max(1, os.cpu_count() or 1)
 
 
 def save_vectors(path: Path, vectors: np.ndarray) -> None:
@@ -109,53 +103,28 @@ def ann_path(npy_path: Path) -> Path:
     return p.with_name(p.stem + ANN_SUFFIX)
 
 
-def ann_lists(rows: int) -> int:
-    """IVF list count: about 2·sqrt(rows), so a probe scans a few thousand rows."""
-    return int(min(max(64, 2 * math.sqrt(rows)), 4096))
+def build_ann(vectors: np.ndarray, spec: AnnSpec = DEFAULT_ANN) -> Any:
+    """An ANN index over ``vectors`` (row i has id i), built on every core."""
+    return ann.build(vectors, spec, QUERY_THREADS)[0]
 
 
-def build_ann(vectors: np.ndarray, quantizer: str = "flat", nprobe: int | None = None) -> Any:
-    """An IVF index over ``vectors`` (row i has id i), ``quantizer`` "flat" or "sq8"."""
-    faiss = _faiss()
-    x = np.ascontiguousarray(vectors, dtype=np.float32)
-    n, dim = x.shape
-    nlist = ann_lists(n)
-    codes = {"flat": "Flat", "sq8": "SQ8"}[quantizer]
-    index = faiss.index_factory(dim, f"IVF{nlist},{codes}", faiss.METRIC_INNER_PRODUCT)
-    # k-means on a sample: 64 points a list is plenty for MiniLM vectors, and training
-    # time (not adding) dominates building at this size.
-    sample = (
-        x if n <= nlist * 64 else x[np.sort(np.random.default_rng(0).choice(n, nlist * 64, replace=False))]
-    )
-    faiss.omp_set_num_threads(_cores())
-    try:
-        index.train(sample)
-        index.add(x)
-    finally:
-        faiss.omp_set_num_threads(QUERY_THREADS)
-    index.nprobe = nprobe or max(MIN_NPROBE, int(round(nlist * NPROBE_FRACTION)))
-    return index
-
-
-def write_ann(npy_path: Path, vectors: np.ndarray | None = None, quantizer: str = "flat") -> Path | None:
+def write_ann(
+    npy_path: Path, vectors: np.ndarray | None = None, spec: AnnSpec | None = None
+) -> AnnSpec | None:
     """The writer's hook: build and save ``seg-N.faiss`` beside a segment that needs one.
 
     Call it after :func:`save_vectors` for every new segment (including LSM merges), in
-    the generation being written. Returns the file written, or None when the segment is
-    small enough to be searched exactly. Atomic (temp file, then rename).
+    the generation being written, with the spec the index recorded (``DEFAULT_ANN`` when
+    None). Returns the spec resolved for the segment's size, to record in the manifest,
+    or None when the segment is small enough to be searched exactly. Atomic (temp file,
+    then rename).
     """
     x = vectors if vectors is not None else load_vectors(Path(npy_path))
     if len(x) < ANN_MIN_ROWS:
         return None
-    faiss = _faiss()
-    index = build_ann(x, quantizer)
-    out = ann_path(Path(npy_path))
-    tmp = out.with_name(out.name + ".tmp")
-    faiss.write_index(index, str(tmp))
-    with open(tmp, "rb+") as f:
-        os.fsync(f.fileno())
-    os.replace(tmp, out)
-    return out
+    index, resolved = ann.build(x, spec or DEFAULT_ANN, QUERY_THREADS)
+    ann.write(index, ann_path(Path(npy_path)))
+    return resolved
 
 
 # ----------------------------------------------------------------------------- segments
@@ -182,19 +151,23 @@ def _numpy_top(
 class VectorSegment:
     """One segment's vectors, a liveness mask, and how it is searched.
 
-    ``ann_file``: the segment's IVF index; by default ``seg-N.faiss`` beside the
+    ``ann_file``: the segment's ANN index; by default ``seg-N.faiss`` beside the
     memory-mapped ``seg-N.npy`` the vectors were loaded from, when that file exists.
+    ``ann``: the spec the manifest recorded for it (its search parameters); without one
+    the parameters saved in the file are used.
     """
 
     name: str
     vectors: np.ndarray
     live: np.ndarray  # bool [rows]
     ann_file: Path | None = None
+    ann: AnnSpec | None = None
 
     def __post_init__(self) -> None:
         self._index: Any = None
+        self._spec: AnnSpec | None = None  # what the loaded index is searched with
         self._params: Any = None
-        self._sel: Any = None
+        self._keep: list[Any] = []  # objects the FAISS parameters point at
         self._bitmap: np.ndarray | None = None
         self._all_live = bool(self.live.all())
         self._n_live = int(self.live.sum())
@@ -212,45 +185,60 @@ class VectorSegment:
     @property
     def search_method(self) -> str:
         rows = len(self.vectors)
-        if self.ann_file is not None or (self._index is not None and not _is_flat(self._index)):
+        if self.ann_file is not None or (self._index is not None and self._spec is not None):
             return "ann"
         return "numpy" if rows <= NUMPY_MAX_ROWS else "flat"
 
-    def with_live(self, live: np.ndarray) -> VectorSegment:
-        """The same vectors (and FAISS index) under another liveness mask."""
-        seg = VectorSegment(self.name, self.vectors, live, self.ann_file)
-        seg._index = self._index
+    def with_live(self, live: np.ndarray, ann_file: Path | None = None) -> VectorSegment:
+        """The same vectors (and FAISS index) under another liveness mask; ``ann_file``:
+        where a later generation holds the ANN file, if it was not read yet."""
+        seg = VectorSegment(self.name, self.vectors, live, ann_file or self.ann_file, self.ann)
+        seg._index, seg._spec = self._index, self._spec
         return seg
 
     def _ensure(self) -> None:
         faiss = _faiss()
-        if self._index is None:
-            if self.ann_file is not None:
-                self._index = faiss.read_index(str(self.ann_file))
-                if self._index.ntotal != len(self.vectors):
-                    raise ValueError(
-                        f"{self.ann_file} holds {self._index.ntotal} rows, the segment {len(self.vectors)}"
-                    )
+        if self._index is None and self.ann_file is not None:
+            try:
+                index = ann.read(self.ann_file)
+            except RuntimeError as e:  # gone or damaged: slower, never wrong
+                log.warning("cannot read %s, searching %s exactly: %s", self.ann_file, self.name, e)
+                self.ann_file = None
             else:
-                idx = faiss.IndexFlatIP(int(self.vectors.shape[1]))
-                idx.add(np.ascontiguousarray(self.vectors, dtype=np.float32))
-                self._index = idx
-        if self._params is None:
-            sel = None
-            if not self._all_live:
-                # IDSelectorBitmap reads bit i of byte i >> 3, least significant bit first.
-                self._bitmap = np.packbits(self.live.astype(np.uint8), bitorder="little")
-                sel = faiss.IDSelectorBitmap(len(self.live), faiss.swig_ptr(self._bitmap))
-                self._sel = sel  # keep the selector alive as long as the parameters
-            ivf = _as_ivf(self._index)
-            if ivf is not None:
-                self._params = (
-                    faiss.SearchParametersIVF(sel=sel, nprobe=int(ivf.nprobe))
-                    if sel
-                    else faiss.SearchParametersIVF(nprobe=int(ivf.nprobe))
+                if index.ntotal != len(self.vectors):
+                    raise ValueError(
+                        f"{self.ann_file} holds {index.ntotal} rows, the segment {len(self.vectors)}"
+                    )
+                kind = ann.kind_of(index)
+                # The manifest's record, unless the file is of another kind (replaced by hand).
+                self._spec = (
+                    self.ann if self.ann is not None and self.ann.kind == kind else ann.spec_of(index)
                 )
-            elif sel is not None:
-                self._params = faiss.SearchParameters(sel=sel)
+                self._index = index
+        if self._index is None:
+            idx = faiss.IndexFlatIP(int(self.vectors.shape[1]))
+            idx.add(np.ascontiguousarray(self.vectors, dtype=np.float32))
+            self._index = idx
+        if self._params is None and not self._all_live:
+            # IDSelectorBitmap reads bit i of byte i >> 3, least significant bit first.
+            self._bitmap = np.packbits(self.live.astype(np.uint8), bitorder="little")
+            self._params = faiss.IDSelectorBitmap(len(self.live), faiss.swig_ptr(self._bitmap))
+
+    def _faiss_search(self, q: np.ndarray, k: int, sel: Any, n_allowed: int) -> tuple[np.ndarray, np.ndarray]:
+        """FAISS top ``k`` among the rows ``sel`` lets through (all when None); an ANN
+        index's candidates re-scored exactly from the float vectors."""
+        faiss = _faiss()
+        spec = self._spec
+        if spec is None:  # exact flat index
+            if sel is None:
+                return self._index.search(q, k)
+            return self._index.search(q, k, params=faiss.SearchParameters(sel=sel))
+        cand = min(max(k, spec.rescore), n_allowed)
+        params, keep = ann.search_params(spec, cand, sel, n_allowed / len(self.vectors))
+        _, found = self._index.search(q, cand, params=params)
+        del keep  # alive until here
+        out = [ann.rescore(self.vectors, qi, fi, k) for qi, fi in zip(q, found)]
+        return np.stack([s for s, _ in out]), np.stack([r for _, r in out])
 
     def search(
         self, queries: np.ndarray, k: int, allowed: np.ndarray | None = None
@@ -274,9 +262,7 @@ class VectorSegment:
             out = [_numpy_top(self.vectors, live, qi, kk) for qi in q]
             return np.stack([s for s, _ in out]), np.stack([r for _, r in out])
         self._ensure()
-        if self._params is not None:
-            return self._index.search(q, kk, params=self._params)
-        return self._index.search(q, kk)
+        return self._faiss_search(q, kk, self._params, n_live)
 
     def _allowed_search(
         self, queries: np.ndarray, k: int, allowed: np.ndarray
@@ -285,10 +271,11 @@ class VectorSegment:
 
         Two ways, chosen by how many rows pass (measured in FILTERS_NOTES.md, 2 cores,
         384 dims): up to ``EXACT_ALLOWED_ROWS`` rows, exact inner products over just those
-        rows (gathering them costs less than probing the IVF lists, and nothing is missed);
+        rows (gathering them costs less than searching the index, and nothing is missed);
         above it, FAISS with an ``IDSelectorBitmap`` of the allowed rows, which costs about
-        what an unfiltered probe does. An IVF probe can see fewer than ``k`` allowed rows
-        when the filter leaves few rows in the probed lists; then the exact path answers.
+        what an unfiltered search does (HNSW widens its candidate list as the filter
+        narrows: ``ann.MAX_FILTERED_EF``). An ANN search can find fewer than ``k``
+        allowed rows when the filter leaves few near the query; then the exact path answers.
         """
         dim = self.vectors.shape[1]
         q = np.ascontiguousarray(queries, dtype=np.float32).reshape(-1, dim)
@@ -302,13 +289,7 @@ class VectorSegment:
             faiss = _faiss()
             bitmap = np.packbits(ok.astype(np.uint8), bitorder="little")
             sel = faiss.IDSelectorBitmap(len(ok), faiss.swig_ptr(bitmap))
-            ivf = _as_ivf(self._index)
-            params = (
-                faiss.SearchParametersIVF(sel=sel, nprobe=int(ivf.nprobe))
-                if ivf is not None
-                else faiss.SearchParameters(sel=sel)
-            )
-            scores, found = self._index.search(q, kk, params=params)
+            scores, found = self._faiss_search(q, kk, sel, len(rows))
             if (found >= 0).sum(axis=1).min() >= kk:
                 return scores, found
         if self.search_method == "numpy":
@@ -317,18 +298,6 @@ class VectorSegment:
             sub = np.asarray(self.vectors[rows], dtype=np.float32)
             out = [(s, rows[r]) for s, r in (_numpy_top(sub, None, qi, kk) for qi in q)]
         return np.stack([s for s, _ in out]), np.stack([r for _, r in out])
-
-
-def _as_ivf(index: Any) -> Any:
-    faiss = _faiss()
-    try:
-        return faiss.extract_index_ivf(index)
-    except RuntimeError:
-        return None
-
-
-def _is_flat(index: Any) -> bool:
-    return type(index).__name__ == "IndexFlatIP"
 
 
 def search_segments(

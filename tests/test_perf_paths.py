@@ -109,7 +109,8 @@ def test_ann_file_is_written_found_and_masked(tmp_path: Path, monkeypatch: pytes
     assert vx.write_ann(small) is None  # below the threshold: exact search, no file
     npy = tmp_path / "seg-000002.npy"
     vx.save_vectors(npy, x)
-    out = vx.write_ann(npy)
+    assert vx.write_ann(npy) == vx.DEFAULT_ANN.resolved(4000)
+    out = vx.ann_path(npy)
     assert out == tmp_path / "seg-000002.faiss" and out.is_file()
     live = rng.random(4000) > 0.3
     seg = vx.VectorSegment("seg-000002", vx.load_vectors(npy), live)
@@ -132,7 +133,7 @@ def test_sq8_ann_recall_on_a_small_sample() -> None:
     pytest.importorskip("faiss")
     rng = np.random.default_rng(9)
     x = _clustered(rng, 3000)
-    index = vx.build_ann(x, quantizer="sq8")
+    index = vx.build_ann(x)  # the default: 8-bit codes
     qs = _unit(x[:40] + 0.2 * rng.standard_normal((40, 48)))
     _, got = index.search(qs, 10)
     want = np.argsort(-(qs @ x.T), axis=1)[:, :10]

@@ -42,7 +42,7 @@ from ..facets import Facets
 from ..filters import Filters
 from ..fusion import doc_weight, with_documents
 from ..types import Article, Passage
-from ..vectors import VectorSegment, search_segments
+from ..vectors import ANN_SUFFIX, AnnSpec, VectorSegment, search_segments
 from . import DocRecord, WriteBatch
 from .local_gen import (  # re-exported: the engine and scripts import them from here
     CURRENT,
@@ -135,10 +135,20 @@ class Snapshot:
         self.seg_doc = rows_to_docs(self.table, {n: s.rows for n, s in self.segments.items()})
         prev_vsegs = {v.name: v for v in prev.vector_segments} if prev else {}
         vsegs: list[VectorSegment] = []
+        entries = {s["name"]: s for s in self.manifest.get("segments", [])}
         for name, seg in self.segments.items():
             live = self.seg_doc[name] >= 0
             old = prev_vsegs.get(name)
-            vsegs.append(old.with_live(live) if old is not None else VectorSegment(name, seg.vectors, live))
+            # A cached segment's own ANN path may name a generation since removed.
+            ann_file = self.dir / f"{name}{ANN_SUFFIX}"
+            ann_at = ann_file if ann_file.is_file() else None
+            vsegs.append(
+                old.with_live(live, ann_at)
+                if old is not None
+                else VectorSegment(
+                    name, seg.vectors, live, ann_at, AnnSpec.from_dict(entries.get(name, {}).get("ann"))
+                )
+            )
         self.vector_segments: list[VectorSegment] = vsegs
         self.n_passages = int(np.asarray(self.table.loc[:, NPASS]).sum())
         bm25 = self.manifest.get("bm25", {})

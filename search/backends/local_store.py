@@ -41,7 +41,7 @@ import numpy as np
 from ..errors import IndexFormatError
 from ..facets import entity_group
 from ..types import Article
-from ..vectors import ANN_SUFFIX, load_vectors, save_npy, save_vectors, write_ann
+from ..vectors import ANN_SUFFIX, AnnSpec, load_vectors, save_npy, save_vectors, write_ann
 
 # Columns of ``.store.npy``.
 TEXT, RECORD, ENRICH, ROW, SENT = range(5)
@@ -371,8 +371,11 @@ def write_segment(
     minhash: np.ndarray,
     extra: list[dict[str, Any]],
     countries: frozenset[str],
-) -> int:
-    """Write one immutable segment from articles in memory; returns its row count.
+    ann: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Write one immutable segment from articles in memory; returns its manifest entry:
+    its row count, and the ANN spec its index was built with (from the index's recorded
+    ``ann``; none when the segment is small enough to be searched exactly).
 
     ``extra`` per article: what its record adds to the article's own fields (``added``,
     ``duplicate_of``).
@@ -417,8 +420,12 @@ def write_segment(
         save_npy(Path(f"{base}{suffix}"), arr)
     _write_bytes(Path(f"{base}.ents.json"), [_json([list(v) for v in vocab])])
     save_vectors(gen_dir / f"{name}.npy", vectors)
-    write_ann(gen_dir / f"{name}.npy", vectors)
-    return len(spans)
+    return _entry(name, len(spans), write_ann(gen_dir / f"{name}.npy", vectors, AnnSpec.from_dict(ann)))
+
+
+def _entry(name: str, rows: int, spec: AnnSpec | None) -> dict[str, Any]:
+    """A segment's manifest entry."""
+    return {"name": name, "rows": rows, **({"ann": spec.to_dict()} if spec else {})}
 
 
 def _sentence_vectors(articles: list[Article], dim: int) -> np.ndarray:
@@ -448,12 +455,13 @@ def merge_segments(
     members: list[tuple[str, np.ndarray]],
     open_segment: Callable[[str], Segment],
     progress: Callable[[int], None] | None = None,
-) -> int:
+    ann: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Write segment ``name`` from the given articles (ordinals, ascending) of other segments,
     in that order: a streaming copy of bytes and array rows, never the whole segment in memory.
 
-    Returns the row count. The vectors are copied row for row and the ANN index built
-    from the new file (:func:`search.vectors.write_ann`). Members are opened one at a
+    Returns its manifest entry (as :func:`write_segment`). The vectors are copied row for
+    row and the ANN index built, with the index's recorded spec ``ann``, from the new file (:func:`search.vectors.write_ann`). Members are opened one at a
     time (``open_segment``), so a merge of hundreds of segments holds one open.
     """
     runs_of = [_runs(np.asarray(ords, dtype=np.int64)) for _, ords in members]
@@ -550,8 +558,7 @@ def merge_segments(
         store_tmp.unlink(missing_ok=True)
         raise
     _write_bytes(Path(f"{base}.ents.json"), [_json([list(v) for v in vocab])])
-    write_ann(gen_dir / f"{name}.npy")
-    return rows
+    return _entry(name, rows, write_ann(gen_dir / f"{name}.npy", None, AnnSpec.from_dict(ann)))
 
 
 def remove_segment(gen_dir: Path, name: str) -> None:

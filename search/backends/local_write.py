@@ -25,6 +25,7 @@ import numpy as np
 from .. import lexical as lx
 from ..text import analyze, headline
 from ..types import Article
+from ..vectors import DEFAULT_ANN
 from . import WriteBatch
 from .local_gen import (
     CURRENT,
@@ -70,6 +71,9 @@ class GenerationWriter:
         _link_copy(src, self.tmp)
         self.manifest: dict[str, Any] = json.loads((src / "manifest.json").read_text(encoding="utf-8"))
         self.segments: dict[str, dict[str, Any]] = {s["name"]: s for s in self.manifest["segments"]}
+        # Every segment is built with the ANN spec the index recorded (a rebuild takes the default).
+        if reset or "ann" not in self.manifest:
+            self.manifest["ann"] = DEFAULT_ANN.to_dict()
         self.table = TableBuilder(None if reset else Table(src))
         if reset:
             # Everything goes: a fresh whoosh directory instead of deleting every passage.
@@ -168,7 +172,7 @@ class GenerationWriter:
             if all(minhash)
             else np.zeros((len(articles), 0), np.uint32)
         )
-        rows = write_segment(
+        self.segments[name] = write_segment(
             self.tmp,
             name,
             articles,
@@ -178,8 +182,8 @@ class GenerationWriter:
             sigs,
             [{"added": self.added_at, "duplicate_of": dup} for dup in duplicate_of],
             _countries(),
+            self.manifest["ann"],
         )
-        self.segments[name] = {"name": name, "rows": rows}
         self.written.append(name)
         w, dw = self._writers()
         row = 0
@@ -263,13 +267,13 @@ class GenerationWriter:
         new = f"seg-{self.manifest['next_segment']:06d}"
         self.manifest["next_segment"] += 1
         members = self.table.members(names)
-        rows = merge_segments(self.tmp, new, list(zip(names, members)), self.segment)
+        entry = merge_segments(self.tmp, new, list(zip(names, members)), self.segment, ann=self.manifest["ann"])
         self.table.relocate(names, new)
         for n in names:
             self.segments.pop(n, None)
             self._opened.pop(n, None)
             remove_segment(self.tmp, n)
-        self.segments[new] = {"name": new, "rows": rows}
+        self.segments[new] = entry
         return new
 
     def _merge_tiers(self) -> None:
