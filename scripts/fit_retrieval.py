@@ -3,11 +3,17 @@
     python scripts/fit_retrieval.py --beir ../shared/data/scifact --index /tmp/beir-scifact/index
     python scripts/fit_retrieval.py --questions ../shared/eval/dev.jsonl --index /tmp/dev-index
 
-Runs the engine's own ``search`` with one constant changed at a time (the title weight of
-BM25F, the document-level weight, the fusion and its weight, the sentence reranker on or
-off) and prints one metric line per setting. Fit on SciFact *train* and on dev only:
-never on SciFact test, held-out or ``scripts/questions``. Stage ``lexical`` runs bm25
-mode; stage ``fusion`` hybrid mode at the current lexical constants (or those given).
+Runs the engine's own ``search`` with one constant changed at a time and prints one
+metric line per setting. Fit on SciFact *train* and on dev only: never on SciFact test,
+held-out or ``scripts/questions``. Stages (``--stage``, comma-separated):
+
+* ``lexical``: the title weight of BM25F and the document-level weight (bm25 mode);
+* ``bm25``: BM25's k1 and b (bm25 and hybrid mode);
+* ``fusion``: RRF, convex and per-query-confidence fusion at several weights, reranker on
+  and off (hybrid mode, at the lexical constants given by ``--at`` or the first of each);
+* ``rerank``: the reranker's sentence-by-meaning weight (``--dense-weights``), and off;
+* ``rules``: the football vocabulary forced on, off, and the corpus switch, each with the
+  reranker on and off (hybrid and bm25 mode).
 """
 
 from __future__ import annotations
@@ -26,18 +32,32 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from beir import ndcg_at, read_jsonl, read_qrels  # noqa: E402
 
 from search import fusion as fusion_mod  # noqa: E402
+from search import rerank as rerank_mod  # noqa: E402
 from search.engine import Engine  # noqa: E402
 from search.evaluate import read_questions, relevant  # noqa: E402
 from search.fusion import Fusion  # noqa: E402
 
 
+MIN_DOCS = fusion_mod.DOC_MIN_DOCS
+DENSE_WEIGHT = rerank_mod.DENSE_SENTENCE_WEIGHT
+
+
 def setup(
-    e: Any, tw: float, dw: float, fusion: str, alpha: float, rerank: bool, football: bool | None = True
+    e: Any,
+    tw: float,
+    dw: float,
+    fusion: str,
+    alpha: float,
+    rerank: bool,
+    football: bool | None = True,
+    fit_doc_weight: bool = False,
 ) -> None:
     e.football = football  # the rules forced on (fit), off, or None: the corpus switch
     e._backend.snap.lexical.title_weight = tw
     fusion_mod.DOC_WEIGHT = dw
-    fusion_mod.DOC_MIN_DOCS = 0  # fit the weight itself; the corpus-size switch is measured apart
+    # The lexical stage fits the weight itself (the corpus-size switch off); later stages
+    # run the engine as it ships.
+    fusion_mod.DOC_MIN_DOCS = 0 if fit_doc_weight else MIN_DOCS
     e.fusion = Fusion.from_str(fusion)
     e.alpha = alpha
     e.rerank = rerank
@@ -78,9 +98,20 @@ def main() -> None:
     ap.add_argument("--tw", default="0,0.5,1,2")
     ap.add_argument("--dw", default="0,0.25,0.5,1")
     ap.add_argument("--alphas", default="0.3,0.4,0.5,0.6,0.7")
-    ap.add_argument("--at", default=None, help="lexical constants for the fusion stage: TW,DW")
-    ap.add_argument("--fusion", default="convex:0.5", help="fusion for the rules stage: NAME:ALPHA")
+    ap.add_argument(
+        "--at",
+        default=f"{fusion_mod.TITLE_WEIGHT},{fusion_mod.DOC_WEIGHT}",
+        help="lexical constants for the later stages: TW,DW (default: the engine's)",
+    )
+    ap.add_argument(
+        "--fusion",
+        default=f"{fusion_mod.DEFAULT_FUSION}:{fusion_mod.CONVEX_ALPHA}",
+        help="fusion for the bm25, rerank and rules stages: NAME:ALPHA (default: the engine's)",
+    )
     ap.add_argument("--reranks", default="1,0", help="fusion stage: reranker on (1) and/or off (0)")
+    ap.add_argument("--dense-weights", default="0,0.5,1,2", help="rerank stage: sentence-by-meaning weights")
+    ap.add_argument("--k1", default="0.6,0.9,1.2", help="bm25 stage")
+    ap.add_argument("--b", default="0.3,0.4,0.6,0.75", help="bm25 stage")
     args = ap.parse_args()
 
     e = Engine.open(args.index)
@@ -111,10 +142,11 @@ def main() -> None:
     if "lexical" in args.stage:
         for tw in tws:
             for dw in dws:
-                setup(e, tw, dw, "rrf", 0.5, True, None)
+                setup(e, tw, dw, "rrf", 0.5, True, None, fit_doc_weight=True)
                 print(json.dumps({"stage": "lexical", "tw": tw, "dw": dw, **score("bm25")}), flush=True)
+    tw, dw = (float(x) for x in args.at.split(","))
+    f, a = args.fusion.split(":")
     if "fusion" in args.stage:
-        tw, dw = (float(x) for x in (args.at or f"{tws[0]},{dws[0]}").split(","))
         runs = [("rrf", 0.5)] + [
             (f, float(a)) for f in ("convex", "confidence") for a in args.alphas.split(",")
         ]
@@ -123,13 +155,30 @@ def main() -> None:
                 setup(e, tw, dw, f, a, rr, None)
                 row = {"stage": "fusion", "tw": tw, "dw": dw, "fusion": f, "alpha": a, "rerank": rr}
                 print(json.dumps({**row, **score("hybrid")}), flush=True)
+    if "bm25" in args.stage:
+        snap = e._backend.snap
+        for k1 in (float(x) for x in args.k1.split(",")):
+            for b in (float(x) for x in args.b.split(",")):
+                for lex in (snap.lexical, snap.doc_lexical):
+                    lex.k1, lex.b = k1, b
+                setup(e, tw, dw, f, float(a), True, None)
+                row = {"stage": "bm25", "k1": k1, "b": b}
+                print(json.dumps({**row, "bm25": score("bm25"), "hybrid": score("hybrid")}), flush=True)
+        for lex in (snap.lexical, snap.doc_lexical):
+            lex.k1, lex.b = 0.9, 0.4
+    if "rerank" in args.stage:  # the reranker's sentence-by-meaning evidence, and no reranker
+        for w in [float(x) for x in args.dense_weights.split(",")] + [None]:
+            setup(e, tw, dw, f, float(a), w is not None, None)
+            rerank_mod.DENSE_SENTENCE_WEIGHT = w or 0.0
+            row = {"stage": "rerank", "fusion": args.fusion, "dense_weight": w, "rerank": w is not None}
+            print(json.dumps({**row, **score("hybrid")}), flush=True)
+        rerank_mod.DENSE_SENTENCE_WEIGHT = DENSE_WEIGHT
     if "rules" in args.stage:  # the football rules on and off, and the corpus switch
-        tw, dw = (float(x) for x in (args.at or f"{tws[0]},{dws[0]}").split(","))
-        f, a = args.fusion.split(":")
-        for fb in (True, False, None):
-            setup(e, tw, dw, f, float(a), True, fb)
-            row = {"stage": "rules", "tw": tw, "dw": dw, "fusion": args.fusion, "football": fb}
-            print(json.dumps({**row, **score("hybrid"), **{"bm25": score("bm25")}}), flush=True)
+        for rr in (True, False):
+            for fb in (True, False, None):
+                setup(e, tw, dw, f, float(a), rr, fb)
+                row = {"stage": "rules", "fusion": args.fusion, "football": fb, "rerank": rr}
+                print(json.dumps({**row, **score("hybrid"), **{"bm25": score("bm25")}}), flush=True)
     e.close()
 
 

@@ -28,7 +28,7 @@ from .facets import Facets
 from .filters import Filters
 from .fusion import CONVEX_ALPHA, DEFAULT_FUSION, RRF_K, Fusion, Mode, confidence_alpha, convex, doc_of, rrf
 from .ordering import DEFAULT_HALF_LIFE_DAYS, Sort, check_half_life
-from .rerank import RERANK_DEPTH, rerank
+from .rerank import RERANK_DEPTH, rerank, stored_units
 from .text import has_searchable_text, query_terms
 from .types import Answer, Article, Hit, Passage
 from .vocab import expand, is_football
@@ -599,7 +599,16 @@ class Engine:
             else:
                 fused = convex(lex, den, confidence_alpha(lex, den, self.alpha))
             if self.rerank:
-                head = rerank(q, terms, expansions, fused[:RERANK_DEPTH], view.sentences, view.idf)
+                head = rerank(
+                    q,
+                    terms,
+                    expansions,
+                    fused[:RERANK_DEPTH],
+                    view.sentences,
+                    view.idf,
+                    qvec=vec,
+                    units=stored_units(view, [pid for pid, _ in fused[:RERANK_DEPTH]]),
+                )
                 fused = head + fused[RERANK_DEPTH:]
         if order is not Sort.RELEVANCE:
             fused = self._ordered(view, order, fused, m, terms, expansions, flt, want, half_life, q)

@@ -36,13 +36,21 @@ TYPE_WEIGHT 2.5 to 3, PRIOR_K 1 does too (at 4 it costs dev hit@1 0.04).
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable, Sequence
 from functools import lru_cache
+from typing import Any
+
+import numpy as np
 
 from .text import LOOKS_AHEAD, analyze
 
 SENTENCE_WEIGHT = 0.7
+# How much a passage's best sentence *by meaning* (the question's vector against the
+# sentence vectors stored at index time) adds to its best sentence by words, both
+# min-max normalised over the head. See rerank() for what was measured.
+DENSE_SENTENCE_WEIGHT = 1.0
 RERANK_DEPTH = 30  # how many fused candidates are re-scored
 PRIOR_K = 2  # steepness of the fused-order prior: 1 / (PRIOR_K + rank)
 PROXIMITY = 2  # terms at most this many index terms apart count as adjacent
@@ -159,6 +167,39 @@ def _minmax(xs: list[float]) -> list[float]:
     return [(x - lo) / (hi - lo) for x in xs]
 
 
+Units = Callable[[str], tuple[list[str], Any]]  # pid -> (sentence texts, their vectors or None)
+
+
+def stored_units(view: Any, pids: Sequence[str] = ()) -> Units:
+    """A passage's sentences and their stored vectors, through the reader's ``passage`` and
+    ``article`` (any backend): the sentences are the article's units inside the passage's
+    span, exactly those the index stored for the passage (``Engine._prepare``). A reader
+    that can fetch many articles at once (``articles(ids)``, Milvus) gets those of ``pids``
+    in one call."""
+    starts: dict[str, list[int]] = {}
+    many = getattr(view, "articles", None)
+    if pids and callable(many):
+        many([pid.rpartition("#")[0] or pid for pid in pids])
+
+    def units(pid: str) -> tuple[list[str], Any]:
+        p = view.passage(pid)
+        a = view.article(p.doc_id) if p is not None else None
+        if p is None or a is None:
+            return view.sentences(pid), None
+        if a.id not in starts:
+            starts[a.id] = [s for s, _ in a.sentences]
+        lo = bisect.bisect_left(starts[a.id], p.start)
+        hi = bisect.bisect_right(starts[a.id], p.end)
+        idx = [i for i in range(lo, hi) if a.sentences[i][1] <= p.end]
+        texts = [a.text[a.sentences[i][0] : a.sentences[i][1]] for i in idx]
+        vecs = a.sentence_vectors
+        if vecs is None or len(vecs) != len(a.sentences) or not idx:
+            return texts, None
+        return texts, vecs[idx[0] : idx[-1] + 1] if idx == list(range(idx[0], idx[-1] + 1)) else vecs[idx]
+
+    return units
+
+
 def rerank(
     question: str,
     qterms: Sequence[str],
@@ -167,10 +208,25 @@ def rerank(
     sentences: Callable[[str], list[str]],
     idf: Callable[[str], float],
     weight: float = SENTENCE_WEIGHT,
+    qvec: Any = None,
+    units: Units | None = None,
+    dense_weight: float | None = None,
 ) -> list[tuple[str, float]]:
     """Re-score ``candidates`` (passage id, fused score) by their best sentence.
 
-    ``sentences(pid)`` gives the texts of a passage's sentences (headings left out).
+    ``sentences(pid)`` gives the texts of a passage's sentences (headings left out). With
+    the question's vector ``qvec`` and ``units`` (see :func:`stored_units`), a passage's
+    evidence also counts its best sentence by meaning: the highest cosine between the
+    question and its stored sentence vectors, min-max normalised over the head and
+    weighted ``dense_weight`` (default :data:`DENSE_SENTENCE_WEIGHT`).
+
+    Why: on SciFact *train* (809 claims, hybrid nDCG@10, emulated over the engine's own
+    lists) the sentence-by-meaning evidence lifts 0.7406 to 0.7442, and both random
+    halves of the queries gain (+0.002, +0.005); on the dev questions hit@1 and recall@5
+    stay 0.88 / 0.96 and mrr@10 goes 0.906 to 0.913. Weights 0.25 to 1 gain on train; 2
+    costs 0.006 on train and dev hit@1. The same cosine as a fourth fused signal instead
+    (over the whole candidate pool) gained as much on train but cost dev hit@1 0.04 to
+    0.12: inside the reranker it only reorders a head both retrievers already chose.
     """
     if not candidates:
         return []
@@ -187,17 +243,28 @@ def rerank(
     uniq = set(qterms)
     bonus = TYPE_WEIGHT * sum(cached_idf(t) for t in uniq) / len(uniq) if uniq else 0.0
     past = bool(PAST_QUESTION.search(question)) and not LOOKS_AHEAD.search(question)
-    sent = [
-        max(
-            (_sentence_score(s, qterms, exp, cached_idf, atype, qwords, bonus, past) for s in sentences(pid)),
-            default=0.0,
+    q = np.asarray(qvec, np.float32).reshape(-1) if qvec is not None and units is not None else None
+    sent: list[float] = []
+    meaning: list[float] = []
+    for pid, _ in candidates:
+        texts, vecs = units(pid) if q is not None and units is not None else (sentences(pid), None)
+        sent.append(
+            max(
+                (_sentence_score(s, qterms, exp, cached_idf, atype, qwords, bonus, past) for s in texts),
+                default=0.0,
+            )
         )
-        for pid, _ in candidates
-    ]
+        if q is not None:
+            meaning.append(
+                float((np.asarray(vecs, np.float32) @ q).max()) if vecs is not None and len(vecs) else 0.0
+            )
     # The head's order, not its scores: RRF and convex scores live on different
     # scales, ranks do not.
     fused = _minmax([1.0 / (PRIOR_K + i) for i in range(1, len(candidates) + 1)])
     ev = _minmax(sent)
+    dense_weight = DENSE_SENTENCE_WEIGHT if dense_weight is None else dense_weight
+    if meaning and dense_weight > 0:
+        ev = [e + dense_weight * m for e, m in zip(ev, _minmax(meaning))]
     scored = [(pid, f + weight * e) for (pid, _), f, e in zip(candidates, fused, ev)]
     scored.sort(key=lambda t: -t[1])
     return scored

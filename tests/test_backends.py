@@ -235,6 +235,38 @@ def test_milvus_native_hybrid_and_filters(milvus: Engine) -> None:
         be.dense(vec, 2, filter={"text": "x"})
 
 
+def test_milvus_lexical_terms_are_the_engines(tmp_path: Path) -> None:
+    """Both backends index and ask the same analysed terms, so BM25 ranks alike: British
+    and American spellings meet on Milvus as they do locally, and the order of passages in
+    bm25 mode is the same (articles without headlines: the local BM25F title field is empty)."""
+    from search.backends.milvus import lex_text
+
+    assert lex_text("Late winner", "He equalised.") == "late winner late winner he equaliz"
+    arts = [
+        Article(id=f"{i}.txt", title="", text=t, source="s")
+        for i, t in enumerate(
+            [
+                "Enzo Fernandez equalised in the 85th minute after a long spell of pressure.",
+                "The defence held firm until the 85th minute, when the equaliser finally came.",
+                "Martinez scored the winner in stoppage time; the defence of the champions was over.",
+                "Rain fell all evening and the pitch cut up badly in the second half.",
+                "The manager praised his defence and the crowd for their patience.",
+            ]
+        )
+    ]
+    engines = {b: _open(b, tmp_path / b) for b in BACKENDS}
+    try:
+        for e in engines.values():
+            e.add(arts)
+        for q in ["who equalized", "defense minute", "rain pitch second half", "winner stoppage defense"]:
+            ranked = {b: [h.passage.id for h in e.search(q, k=5, mode="bm25")] for b, e in engines.items()}
+            assert ranked["local"] == ranked["milvus"], (q, ranked)
+        assert engines["milvus"].search("who equalized", k=1, mode="bm25")[0].passage.doc_id == "0.txt"
+    finally:
+        for e in engines.values():
+            e.close()
+
+
 def test_milvus_missing_and_mismatched_index_refused(tmp_path: Path) -> None:
     from search.errors import IndexFormatError
 
@@ -256,8 +288,11 @@ def test_filter_expressions_escape_values() -> None:
     assert filter_expr({"source": 'a"b\\c'}) == 'source == "a\\"b\\\\c"'
     assert filter_expr({"doc_id": ["x", "y"]}) == 'doc_id in ["x", "y"]'
     assert filter_expr(None) == "" and filter_expr(" source == 'x' ") == "source == 'x'"
-    assert lexical_text("Who scored the winner?", ["scor", "winner"]) == "scored the winner"
-    assert lexical_text(None, ["scor", "winner"]) == "scor winner"
+    # Milvus gets the engine's own analysed terms (format 4), the question's when none are given
+    assert lexical_text("Who scored the winner?", ["scor", "winner"]) == "scor winner"
+    assert lexical_text("Who scored the winner?", []) == "score winner"
+    assert lexical_text(None, ["scor", "scor", "winner"]) == "scor scor winner"
+    assert lexical_text(None, []) == ""
     assert lite_path("http://localhost:19530") is None
     assert lite_path("/tmp/x.db") == Path("/tmp/x.db")
     assert lite_path("index") == Path("index/milvus.db")

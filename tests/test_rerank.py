@@ -5,11 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from search.embed import HashEmbedder
+from search.engine import Engine
 from search.evaluate import evaluate, read_questions
-from search.rerank import NAME, PERSON, PLACE, TIME, answer_type, rerank
+from search.rerank import NAME, PERSON, PLACE, TIME, answer_type, rerank, stored_units
 from search.text import analyze, query_terms
+from search.types import Article
 from search.vocab import expand
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,6 +82,57 @@ def test_the_questions_own_subject_is_not_a_candidate_name() -> None:
 def test_agreement_of_both_retrievers_is_not_overturned_by_equal_evidence() -> None:
     same = ["Lautaro Martinez headed the winner."]
     assert _rank("who scored the winner", {"a": same, "b": same, "c": same})[:3] == ["a", "b", "c"]
+
+
+def _unit(i: int) -> np.ndarray:
+    v = np.zeros(8, np.float32)
+    v[i] = 1.0
+    return v
+
+
+def test_a_sentence_that_means_the_question_moves_its_passage_up() -> None:
+    # Equal words everywhere; only "b"'s sentence is close to the question in meaning.
+    same = ["The trial reported its results."]
+    vecs = {"a": _unit(1), "b": _unit(0), "c": _unit(2)}
+
+    def units(pid: str):
+        return same, vecs[pid][None, :].astype(np.float16)
+
+    cands = [("a", 3.0), ("b", 2.0), ("c", 1.0)]
+    q = analyze("did the trial report results")
+    args = ("did the trial report results", q, [], cands, lambda pid: same, lambda t: 1.0)
+    assert [p for p, _ in rerank(*args)] == ["a", "b", "c"]  # no vector: words only
+    assert [p for p, _ in rerank(*args, qvec=_unit(0), units=units, dense_weight=0.0)] == ["a", "b", "c"]
+    assert [p for p, _ in rerank(*args, qvec=_unit(0), units=units)][0] == "b"
+
+
+def test_stored_units_are_the_passages_sentences_with_their_vectors(tmp_path: Path) -> None:
+    text = " ".join(
+        f"Sentence number {i} says something about topic {i % 4} in plain words." for i in range(40)
+    )
+    e = Engine.open(
+        tmp_path / "idx", create=True, embedder=HashEmbedder(), tagger=lambda ts: [[] for _ in ts]
+    )
+    try:
+        e.add([Article(id="x", title="A long report", text=text)])
+        view = e._backend.reader()
+        art = view.article("x")
+        pids = [p.id for p in e.passages_of("x")]
+        assert len(pids) > 2
+        units = stored_units(view, pids)
+        row = {span: i for i, span in enumerate(art.sentences)}
+        for pid in pids:
+            texts, vecs = units(pid)
+            assert texts == view.sentences(pid) and texts
+            p = view.passage(pid)
+            spans = [(s, t) for s, t in art.sentences if s >= p.start and t <= p.end]
+            want = np.stack([art.sentence_vectors[row[sp]] for sp in spans])
+            assert np.array_equal(np.asarray(vecs), want)
+            assert np.allclose(
+                np.asarray(vecs[0], np.float32), HashEmbedder().encode([texts[0]])[0], atol=1e-3
+            )
+    finally:
+        e.close()
 
 
 def test_no_candidates_and_no_terms() -> None:

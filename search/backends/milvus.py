@@ -3,30 +3,34 @@
 Layout (``<prefix>`` is ``search`` unless ``$SEARCH_MILVUS_PREFIX`` says otherwise)::
 
     <prefix>_passages   one row per passage: id (primary key, "<doc_id>#<n>"), doc_id,
-                        start, end, text, lex (the article's headline + the text,
-                        english analyzer) → BM25 function → sparse,
+                        start, end, text, lex (the article's headline + the text as
+                        the engine analyses them) → BM25 function → sparse,
                         dense (384 floats, IP on L2-normalised vectors = cosine), and
                         the article's title, source, url, published (for filters)
     <prefix>_docs       one document record per article (DocRecord as JSON), the
                         article itself (JSON, split into parts below Milvus's 64 KiB
                         VARCHAR limit) and the manifest (a JSON record, same way)
-    <prefix>_doclex     one row per article: its headline and whole text (english
-                        analyzer, cut at 64 KiB) → BM25 → sparse: the document-level
-                        signal that :func:`search.fusion.with_documents` adds to passages
+    <prefix>_doclex     one row per article: its headline and whole text (analysed,
+                        cut at 64 KiB) → BM25 → sparse: the document-level signal
+                        that :func:`search.fusion.with_documents` adds to passages
 
-The lexical signals match the local backend's: BM25 over headline + passage is BM25F
-with the title at weight 1 (one length normalisation for both, where the local backend
-has one per field), plus the document-level score at the same weight.
+The lexical signals match the local backend's: the same terms (below), BM25 over the
+headline (repeated :data:`search.fusion.TITLE_WEIGHT` times) + the passage, which is
+BM25F with one length normalisation for both fields where the local backend has one per
+field, plus the document-level score at the same weight.
 
 The URI picks the deployment: a file path is Milvus Lite (``x.db``; a directory or a
 path without ``.db`` means ``<path>/milvus.db``), ``http(s)://host:19530`` a server
 (``$SEARCH_MILVUS_TOKEN`` for ``user:password`` or an API key).
 
-Lexical search is Milvus's own BM25: Milvus analyses the passage text when it is
-written and the question when it is asked (``analyzer_params={"type": "english"}``:
-standard tokenizer, lower case, English stop words, Snowball stemming), so the
-backend is given the raw question, not the engine's analysed terms, whenever the
-engine passes it (``lexical(terms, k, question=...)``).
+Lexical search is Milvus's own BM25 over the engine's own terms: text is written
+analysed by :func:`search.text.analyze` (Lucene's stop words, Porter stems, British
+spellings folded) and Milvus only splits it at spaces (``{"tokenizer": "whitespace"}``);
+questions arrive as the engine's analysed terms. Format 3 let Milvus's English analyzer
+(Snowball stems, its own stop words) analyse both, so a word could match on one backend
+and not the other: on 36 fresh seed questions Milvus's recall@5 fell 0.03 behind
+local's, on the one question whose evidence sat at rank 5 against 6. With the same
+terms the two rankings differ only by BM25F's per-field normalisation.
 
 Writes are not atomic across rows: Milvus has no multi-row transactions. A write
 upserts the new passages first, then trims the old ones, then the document records,
@@ -58,8 +62,8 @@ from .. import __version__
 from ..errors import IndexFormatError, IndexMissingError, IngestError, MissingExtraError, SearchError
 from ..facets import Facets
 from ..filters import Filters, merge_kinds
-from ..fusion import doc_weight, with_documents
-from ..text import QUESTION_WORDS, headline
+from ..fusion import TITLE_WEIGHT, doc_weight, with_documents
+from ..text import analyze, headline, query_terms
 from ..types import Article, Passage
 from . import DocRecord, WriteBatch
 from . import milvus_filters as mf
@@ -89,8 +93,12 @@ def _article_from(d: dict[str, Any]) -> Article:
 
 
 # 2: the headline in the BM25 text (field lex), the document-level collection;
-# 3: a JSON field ``meta`` (published_ts and the extra metadata) on passages, for filters
-FORMAT = 3
+# 3: a JSON field ``meta`` (published_ts and the extra metadata) on passages, for filters;
+# 4: lex and doclex hold the engine's analysed terms (whitespace analyzer), the headline
+#    repeated TITLE_WEIGHT times
+FORMAT = 4
+# Milvus splits the engine's analysed terms at spaces, and does nothing else to them.
+ANALYZER = {"tokenizer": "whitespace"}
 DEFAULT_PREFIX = "search"
 MAX_VARCHAR = 65_535  # bytes, Milvus's limit for one VARCHAR value
 MAX_ID_BYTES = 1_024
@@ -99,12 +107,14 @@ WRITE_ROWS = 500  # rows per upsert call: far below gRPC's 64 MiB message limit
 IN_LIST = 500  # values per `field in [...]` expression
 PAGE = 4_000  # rows per query page (Milvus caps offset + limit at 16,384)
 PASSAGE_CACHE = 50_000
+# Articles kept per generation: the reranker reads the stored sentence vectors of the
+# head's articles on every hybrid query, and the answer stage their text; one query per
+# article each time cost more than the search itself on Milvus Lite.
+ARTICLE_CACHE = 2_000
 RRF_K = 60  # Cormack et al.'s constant, the same default as the engine's own RRF
 FILTER_FIELDS = ("doc_id", "source", "title", "url", "published")
 PASSAGE_FIELDS = ["doc_id", "start", "end", "text", "sents"]
 MANIFEST_KEY = "manifest"
-
-_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 
 
 def now_iso() -> str:
@@ -167,17 +177,23 @@ def _and(*exprs: str) -> str:
 
 
 def lexical_text(question: str | None, terms: Sequence[str]) -> str:
-    """What Milvus's BM25 gets: the raw question without question words, else the terms.
+    """What Milvus's BM25 gets: the engine's analysed terms (a repeated term counts twice),
+    else the question's, analysed as the engine analyses it (:func:`search.text.query_terms`)."""
+    if terms:
+        return " ".join(terms)
+    return " ".join(query_terms(question)) if question and question.strip() else ""
 
-    The question words are dropped for the same reason the local backend drops them
-    ("who", "did" occur everywhere in match reports and carry no evidence); the rest
-    stays raw so that Milvus's analyzer treats the question as it treated the text.
-    """
-    if question and question.strip():
-        words = _WORD.findall(question)
-        kept = [w for w in words if w.lower().replace("’", "'") not in QUESTION_WORDS]
-        return " ".join(kept or words) or question.strip()
-    return " ".join(terms)
+
+def doc_text(head: str, text: str) -> str:
+    """An article as the document-level collection holds it: the local ``docs`` index's terms."""
+    return " ".join(analyze(f"{head}\n{text}"))
+
+
+def lex_text(head: str, text: str) -> str:
+    """A passage (or a whole article) as the lex field holds it: analysed terms, the
+    headline's first, repeated to weigh as BM25F's title weight does locally."""
+    reps = max(1, round(TITLE_WEIGHT))
+    return " ".join(analyze(head) * reps + analyze(text))
 
 
 def _clip(value: str | None, limit: int) -> str:
@@ -252,6 +268,7 @@ class MilvusBackend:
         self._sents: dict[str, list[tuple[int, int]]] = {}
         self._idf: dict[str, float] = {}
         self._records: dict[str, DocRecord | None] = {}
+        self._articles: dict[str, Article | None] = {}
         self._manifest: dict[str, Any] | None = None
         self._client = self._connect(create, token)
         exists = self._client.has_collection(self.passages_name) and self._client.has_collection(
@@ -326,7 +343,7 @@ class MilvusBackend:
             enable_analyzer=True,
             # TEXT_MATCH counts a term's passages (the idf the re-ranker needs); Lite lacks it
             enable_match=self.lite is None,
-            analyzer_params={"type": "english"},
+            analyzer_params=ANALYZER,
         )
         s.add_field("sents", DataType.VARCHAR, max_length=MAX_VARCHAR)  # JSON [[start, end], ...]
         s.add_field("title", DataType.VARCHAR, max_length=2048)
@@ -374,7 +391,7 @@ class MilvusBackend:
         x.add_field("id", DataType.VARCHAR, is_primary=True, max_length=2 * MAX_ID_BYTES)
         x.add_field(
             "text", DataType.VARCHAR, max_length=MAX_VARCHAR, enable_analyzer=True,
-            analyzer_params={"type": "english"},
+            analyzer_params=ANALYZER,
         )  # fmt: skip
         x.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
         x.add_field("v", DataType.FLOAT_VECTOR, dim=2)
@@ -515,6 +532,7 @@ class MilvusBackend:
         self._sents.clear()
         self._records.clear()
         self._idf.clear()
+        self._articles.clear()
 
     def reader(self) -> MilvusBackend:
         """The view a query uses: Milvus has no snapshots, so this is the backend, refreshed."""
@@ -630,12 +648,8 @@ class MilvusBackend:
         return out
 
     def idf(self, term: str) -> float:
-        """BM25 idf (Lucene's) of an analysed term: df counted by Milvus, N from the manifest.
-
-        Milvus analyses ``term`` again with its English analyzer (Snowball stems, not the
-        engine's Porter stems and British-to-American folding), so this is close to, not
-        equal to, the local backend's idf.
-        """
+        """BM25 idf (Lucene's) of an analysed term: df counted by Milvus, N from the manifest
+        (the same terms as the local backend's, so the same idf)."""
         if term in self._idf:
             return self._idf[term]
         n = int(self.manifest().get("counts", {}).get("passages", 0))
@@ -821,8 +835,27 @@ class MilvusBackend:
         return out
 
     def article(self, doc_id: str) -> Article | None:
-        blob = self._get_blob("doc", doc_id)
-        return _article_from(json.loads(blob[1])) if blob else None
+        if doc_id not in self._articles:
+            self.articles([doc_id])
+        return self._articles.get(doc_id)
+
+    def articles(self, doc_ids: Sequence[str]) -> dict[str, Article]:
+        """Many articles at once (one query per :data:`IN_LIST` ids), cached per generation."""
+        want = [d for d in dict.fromkeys(doc_ids) if d not in self._articles]
+        for chunk in _chunks(want, IN_LIST):
+            parts: dict[str, list[tuple[int, str]]] = {}
+            ids = ", ".join(lit(d) for d in chunk)
+            for r in self._scan(
+                self.docs_name, f'kind == "doc" and doc_id in [{ids}]', ["doc_id", "part", "body"]
+            ):
+                parts.setdefault(r["doc_id"], []).append((int(r["part"]), r["body"]))
+            with self._lock:
+                if len(self._articles) + len(chunk) > ARTICLE_CACHE:
+                    self._articles.clear()
+                for d in chunk:
+                    body = "".join(b for _, b in sorted(parts.get(d, [])))
+                    self._articles[d] = _article_from(json.loads(body)) if body else None
+        return {d: a for d in doc_ids if (a := self._articles.get(d)) is not None}
 
     def manifest(self) -> dict[str, Any]:
         if self._manifest is None:
@@ -890,7 +923,9 @@ class MilvusBackend:
         for i, art in enumerate(batch.articles):
             ps = batch.passages[i]
             head = headline(art.title, art.text)
-            xrows.append({"id": art.id, "text": _clip(f"{head}\n{art.text}", MAX_VARCHAR), "v": [0.0, 0.0]})
+            xrows.append(
+                {"id": art.id, "text": _clip(doc_text(head, art.text), MAX_VARCHAR), "v": [0.0, 0.0]}
+            )
             vecs = np.asarray(batch.vectors[i], dtype=np.float32).reshape(len(ps), -1) if ps else None
             if vecs is not None and vecs.shape[1] != self.dim:
                 raise IndexFormatError(
@@ -913,7 +948,7 @@ class MilvusBackend:
                         "start": p.start,
                         "end": p.end,
                         "text": p.text,
-                        "lex": _clip(f"{head}\n{p.text}" if head else p.text, MAX_VARCHAR),
+                        "lex": _clip(lex_text(head, p.text), MAX_VARCHAR),
                         "title": _clip(art.title, 2048),
                         "source": _clip(art.source, 512),
                         "url": _clip(art.url, 2048),
