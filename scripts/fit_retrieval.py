@@ -37,7 +37,6 @@ from search.engine import Engine  # noqa: E402
 from search.evaluate import read_questions, relevant  # noqa: E402
 from search.fusion import Fusion  # noqa: E402
 
-
 MIN_DOCS = fusion_mod.DOC_MIN_DOCS
 DENSE_WEIGHT = rerank_mod.DENSE_SENTENCE_WEIGHT
 

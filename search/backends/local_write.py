@@ -267,7 +267,9 @@ class GenerationWriter:
         new = f"seg-{self.manifest['next_segment']:06d}"
         self.manifest["next_segment"] += 1
         members = self.table.members(names)
-        entry = merge_segments(self.tmp, new, list(zip(names, members)), self.segment, ann=self.manifest["ann"])
+        entry = merge_segments(
+            self.tmp, new, list(zip(names, members)), self.segment, ann=self.manifest["ann"]
+        )
         self.table.relocate(names, new)
         for n in names:
             self.segments.pop(n, None)
