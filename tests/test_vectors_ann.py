@@ -203,7 +203,7 @@ def test_segments_added_later_keep_the_recorded_choice(
 ) -> None:
     """An index records its ANN spec once; adds and LSM merges build with it even after
     the default changes; a rebuild (``index``, ``reindex``) takes the new default."""
-    from search.backends import local
+    from search.backends import local_write as local
 
     def default(spec: AnnSpec) -> None:
         monkeypatch.setattr(vx, "DEFAULT_ANN", spec)
