@@ -174,6 +174,7 @@ class Progress:
     def __init__(self, label: str, total: int | None, unit: str = "", eta_s: float | None = None) -> None:
         self.label, self.total, self.unit = label, total, unit
         self.t0 = self.start = time.monotonic()
+        self.starts: dict[str, float] = {label: self.t0}
         self.done = 0
         # For a step with no counts: the whole job's duration in an earlier run.
         self.eta_hint = eta_s
@@ -199,7 +200,9 @@ class Progress:
         with self.lock:
             if label is not None and label != self.label:
                 self.label, self.last_frac, self.new_label = label, -1.0, True
-                self.t0 = time.monotonic()
+                # Stages that run side by side (NER and encode) take turns on one bar:
+                # each keeps its own start, so its rate and ETA survive the turns.
+                self.t0 = self.starts.setdefault(label, time.monotonic())
             self.done = done
             self._draw(final=False)
 

@@ -277,3 +277,18 @@ def test_exact_top_is_the_brute_force_over_the_indexed_vectors(shared: Path, tmp
     v = h.encode([p["dense"] for p in C.read_jsonl(tmp_path / "p.jsonl")])
     want = [list(np.argsort(-(v @ h.encode_query(q)), kind="stable")[:3]) for q in qs]
     assert got == want and n == len(v)
+
+
+def test_progress_keeps_each_stage_s_own_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    """NER and encode report in turns on one bar: each stage's elapsed time and ETA count
+    from its own first report, not from the last switch (which showed "0 s  ETA 0 s")."""
+    now = [100.0]
+    monkeypatch.setattr(G.time, "monotonic", lambda: now[0])
+    bar = G.Progress("encode", 100)
+    bar.closed = True  # no ticking thread redraws
+    bar.update(10, 100, "encode")
+    now[0] += 50.0
+    bar.update(5, 100, "ner")
+    now[0] += 50.0
+    bar.update(20, 100, "encode")
+    assert bar.t0 == 100.0  # encode started at 100: 100 s elapsed, 20% done, ETA 400 s
