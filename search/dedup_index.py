@@ -24,6 +24,10 @@ from .dedup import NUM_PERM, THRESHOLD
 BANDS = 64
 #: Direct comparisons (new documents x held ones) under which held documents stay unindexed.
 DIRECT_BUDGET = 8_000_000
+#: Up to this many new documents, held ones are compared band by band on their minima
+#: directly: hashing every held signature's bands costs more than comparing them with a
+#: few new ones (adding one article to 301,259 stored: 0.5 s of hashing against ~0.05 s).
+FEW_NEW = 4
 
 
 def band_keys(sigs: np.ndarray) -> np.ndarray:
@@ -66,6 +70,13 @@ class BandIndex:
             first = self._append(ids, np.asarray(sigs, dtype=np.uint32).reshape(len(ids), NUM_PERM), groups)
             self._held = np.concatenate([self._held, np.arange(first, self._n, dtype=np.int32)])
 
+    def _held_sigs(self) -> np.ndarray:
+        """The held signatures: a view when they are one run of slots (as :meth:`hold` leaves them)."""
+        h = self._held
+        if int(h[-1]) - int(h[0]) + 1 == len(h) and bool((np.diff(h) == 1).all()):
+            return self._sigs[int(h[0]) : int(h[-1]) + 1]
+        return self._sigs[h]
+
     def _index_held(self) -> None:
         if len(self._held):
             self._add_run(self._held)
@@ -106,7 +117,10 @@ class BandIndex:
         if len(self._held) * len(ids) > DIRECT_BUDGET:
             self._index_held()
         indexed = self._indexed_candidates(keys)
-        held_keys = band_keys(self._sigs[self._held]) if len(self._held) else None
+        held_sigs = self._held_sigs() if len(self._held) else None
+        few = len(ids) <= FEW_NEW
+        held_keys = band_keys(held_sigs) if held_sigs is not None and not few else None
+        held64 = np.ascontiguousarray(held_sigs).view(np.uint64) if held_sigs is not None and few else None
         first_new = self._n
         local: list[dict[int, list[int]]] = [{} for _ in range(BANDS)]
         out: list[tuple[str | None, float]] = []
@@ -115,6 +129,11 @@ class BandIndex:
             if held_keys is not None:
                 hit = np.flatnonzero((held_keys == keys[i]).any(axis=1))
                 parts.append(self._held[hit])
+            elif held64 is not None:
+                # The same test as the band keys (a band's minima all equal), without hashing.
+                # A band is two uint32 minima: one uint64 compares both at once.
+                same = held64 == np.ascontiguousarray(sig, dtype=np.uint32).view(np.uint64)
+                parts.append(self._held[np.flatnonzero(same.any(axis=1))])
             near = {j for band, k in zip(local, keys[i].tolist()) for j in band.get(k, ())}
             if near:
                 parts.append(np.fromiter(near, dtype=np.int64, count=len(near)) + first_new)

@@ -278,3 +278,32 @@ def test_band_index_groups_as_the_duplicate_finder_does() -> None:
     got += [g for g, _ in index.assign([f"d{i}" for i in range(170, 300)], sigs[170:])]
     assert sum(w is not None for w in want) > 50
     assert got == want
+
+
+def test_band_index_few_new_against_held_as_with_band_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A few new stories are compared with the held ones minimum by minimum, many by their
+    band keys: both find the same copies."""
+    from search import dedup_index
+
+    rng = np.random.default_rng(5)
+    base = [" ".join(str(w) for w in rng.choice(WORDS, 80)) for _ in range(30)]
+    texts = []
+    for i in range(120):
+        t = base[i % 30].split()
+        for _ in range(int(rng.integers(0, 10))):
+            t[int(rng.integers(0, len(t)))] = str(rng.choice(WORDS))
+        texts.append(" ".join(t))
+    sigs = np.stack([signature(t) for t in texts])
+
+    def run(few: int) -> list[str | None]:
+        monkeypatch.setattr(dedup_index, "FEW_NEW", few)
+        index = BandIndex()
+        index.hold([f"d{i}" for i in range(60)], sigs[:60], [f"d{i % 30}" for i in range(60)])
+        out: list[str | None] = []
+        for i in range(60, 120, 3):  # three new at a time
+            out += [g for g, _ in index.assign([f"d{j}" for j in range(i, i + 3)], sigs[i : i + 3])]
+        return out
+
+    direct, banded = run(4), run(0)
+    assert sum(g is not None for g in direct) > 30
+    assert direct == banded
