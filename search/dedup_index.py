@@ -73,7 +73,7 @@ class BandIndex:
     def _held_sigs(self) -> np.ndarray:
         """The held signatures: a view when they are one run of slots (as :meth:`hold` leaves them)."""
         h = self._held
-        if int(h[-1]) - int(h[0]) + 1 == len(h) and bool((np.diff(h) == 1).all()):
+        if bool((np.diff(h) == 1).all()):
             return self._sigs[int(h[0]) : int(h[-1]) + 1]
         return self._sigs[h]
 

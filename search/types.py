@@ -95,6 +95,7 @@ class Article:
             path=d.get("path"),
             content_hash=d.get("content_hash") or "",
             metadata=dict(d.get("metadata") or {}),
+            published_ts=d.get("published_ts"),
             entities=[(int(a), int(b), str(lab)) for a, b, lab in d.get("entities") or []],
             sentences=[(int(a), int(b)) for a, b in d.get("sentences") or []],
         )

@@ -259,19 +259,8 @@ class Segment:
         text = raw[: b - a].decode("utf-8", "surrogatepass")
         rec = json.loads(raw[b - a : c - a])
         enr = json.loads(raw[c - a :])
-        art = Article(
-            id=rec["id"],
-            title=rec.get("title") or "",
-            text=text,
-            source=rec.get("source") or "",
-            url=rec.get("url"),
-            published=rec.get("published"),
-            path=rec.get("path"),
-            content_hash=rec.get("content_hash") or "",
-            metadata=dict(rec.get("metadata") or {}),
-            published_ts=rec.get("published_ts"),
-            entities=[(int(x), int(y), str(lab)) for x, y, lab in enr.get("entities") or []],
-            sentences=[(int(x), int(y)) for x, y in enr.get("sentences") or []],
+        art = Article.from_dict(
+            {**rec, "text": text, "entities": enr.get("entities"), "sentences": enr.get("sentences")}
         )
         s0, s1 = int(self.offsets[d, SENT]), int(self.offsets[d + 1, SENT])
         if s1 - s0 == len(art.sentences) and self.sentvec.ndim == 2 and self.sentvec.shape[1]:
