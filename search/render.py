@@ -159,7 +159,10 @@ def print_facets(console: Console, result: Answer) -> None:
         return
     head = "Without the filters, the matching passages" if f.unfiltered else "Matching passages"
     console.print(Text(f"{head}: {f.passages}", style="dim"))
+    sampled = f.entities_over is not None and f.entities_over < f.passages
     for name, counts in f.fields.items():
         if counts:
             shown = ", ".join(f"{v} ({c})" for v, c in counts[:6]) + (", …" if len(counts) > 6 else "")
+            if sampled and name in ("people", "teams"):
+                shown += f"  (in the best {f.entities_over:,} passages)"
             console.print(Text(f"  {name}: {shown}", style="dim"), markup=False, highlight=False)

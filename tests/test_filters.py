@@ -312,3 +312,38 @@ def test_headline_terms_count_as_matches_locally(tmp_path: Path) -> None:
         assert set(_matching(e, QUESTION)) == want
     finally:
         e.close()
+
+
+def test_people_and_teams_are_counted_over_the_best_matches(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past ENTITY_SAMPLE matches, people and teams come from the best-scoring passages
+    (source, category and month still count every match); the result says over how many."""
+    if engine.backend_name != "local":
+        pytest.skip("Milvus counts every facet over its search depth (MATCH_LIMIT)")
+    import search.backends.local_rows as local_rows
+
+    view = engine._backend.reader()
+    terms = query_terms(QUESTION)
+    exp = expand(terms) if engine._is_football(view) else []
+    docs, pns, scores = view.rows.lexical_matches(terms, exp, None)
+    order = sorted(range(len(scores)), key=lambda i: -scores[i])
+    # a sample size whose boundary falls between two different scores
+    n = next(i for i in range(len(order) // 3, len(order)) if scores[order[i - 1]] > scores[order[i]])
+    full = engine.facets(QUESTION, mode="bm25")
+    monkeypatch.setattr(local_rows, "ENTITY_SAMPLE", n)
+    f = engine.facets(QUESTION, mode="bm25")
+    assert f.passages == len(scores) > n and f.entities_over == n
+    assert f.to_dict()["entities_over"] == n
+    people: Counter[str] = Counter()
+    for i in order[:n]:
+        doc_id = view.rows.table.id(int(docs[i]))
+        art = engine.get_document(doc_id)
+        p = engine.passages_of(doc_id)[int(pns[i])]
+        for s, e, label in art.entities:
+            if label == "PERSON" and p.start <= s and e <= p.end:
+                people[art.text[s:e]] += 1
+    assert f.fields["people"] == sorted(people.items(), key=lambda t: (-t[1], t[0]))[:10]
+    for name in ("source", "category", "month"):  # every match, not the sample
+        assert f.fields[name] == full.fields[name]
+    assert full.entities_over == full.passages and f.fields["people"] != full.fields["people"]

@@ -218,12 +218,13 @@ class Snapshot:
         else every passage that passes the filters)."""
         rows = self.rows
         docmask = self._docmask(filters)
+        scores = None
         if words:
             with self._lex_lock:
-                docs, pns, _ = rows.lexical_matches(terms, expansions, docmask)
+                docs, pns, scores = rows.lexical_matches(terms, expansions, docmask)
         else:
             docs, pns = rows.all_passages(docmask if docmask is not None else np.ones(rows.n_docs, bool))
-        return rows.facets(docs, pns)
+        return rows.facets(docs, pns, scores)
 
     def newest(
         self,

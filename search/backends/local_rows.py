@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..facets import FACET_FIELDS, Facets
+from ..facets import ENTITY_SAMPLE, FACET_FIELDS, Facets
 from ..filters import Filters
 from .local_table import MONTH, NPASS, ROW, SEG, StoredColumns
 
@@ -143,13 +143,26 @@ class RowSpace:
         return f"{self.table.id(d)}#{row - int(self.doc_start[d])}"
 
     # -- facets ---------------------------------------------------------------------
-    def facets(self, docs: np.ndarray, pns: np.ndarray, top: int = 10) -> Facets:
-        """Counts over the given passages: per source, category, month, and the people and
-        teams their stored entities name most."""
+    def facets(
+        self,
+        docs: np.ndarray,
+        pns: np.ndarray,
+        scores: np.ndarray | None = None,
+        top: int = 10,
+        sample: int | None = None,
+    ) -> Facets:
+        """Counts over the given passages: per source, category and month over all of them,
+        and the people and teams that the stored entities of the best ``sample`` of them
+        (by ``scores``; all of them without scores) name most."""
         out = Facets(passages=len(docs))
         per_doc = np.bincount(docs, minlength=self.n_docs) if len(docs) else np.zeros(self.n_docs, np.int64)
         for name in FACET_FIELDS:
             out.fields[name] = self._field_counts(name, per_doc)
+        sample = ENTITY_SAMPLE if sample is None else sample
+        if scores is not None and len(docs) > sample:
+            best = np.argpartition(-scores, sample - 1)[:sample]
+            docs, pns = docs[best], pns[best]
+            out.entities_over = sample
         gids, keys, people, rank = self._entity_space()
         total = np.zeros(len(keys), dtype=np.int64)
         if len(docs):

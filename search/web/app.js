@@ -424,7 +424,9 @@
     for (const name of Object.keys(FACET_NAMES)) {
       const counts = facets[name] || [];
       if (!counts.length) continue;
-      const group = el("div", { class: "facet", "data-facet": name }, el("span", { class: "facet-name" }, FACET_NAMES[name]));
+      const sampled = (name === "people" || name === "teams") && facets.entities_over < facets.passages;
+      const label = sampled ? `${FACET_NAMES[name]} (best ${facets.entities_over.toLocaleString()})` : FACET_NAMES[name];
+      const group = el("div", { class: "facet", "data-facet": name }, el("span", { class: "facet-name" }, label));
       for (const { value, count } of counts.slice(0, 12)) {
         if (name === "people" || name === "teams") {
           group.append(el("span", { class: "chip static" }, `${value} (${count})`));
