@@ -31,7 +31,11 @@ def summarise(
     the exact top-k of each question (in the order asked), the vector stage's recall@k."""
     out: dict[str, Any] = {}
     for system, r in served.items():
-        s: dict[str, Any] = {k: r[k] for k in ("open_s", "first_s", "model_s", "peak_rss_mb") if k in r}
+        s: dict[str, Any] = {
+            k: r[k]
+            for k in ("open_s", "first_s", "model_s", "peak_rss_mb", "rss_anon_mb", "rss_file_mb")
+            if k in r
+        }
         hybrid = r["times"].get("hybrid", [])
         if exact is not None and hybrid and all("top" in row for row in hybrid):
             s["recall@10"] = recall([row["top"] for row in hybrid], exact, rows if system == "ours" else None)
@@ -100,6 +104,13 @@ def report(res: dict[str, Any]) -> str:
         row("vector stage recall@10 vs exact", ["—" if v is None else f"{v:.3f}" for v in rec])
     rss = [sv[s].get("peak_rss_mb") for s in systems]
     row("serving process peak RSS, MB", [_num(v, ".0f", rss[0], i == 0) for i, v in enumerate(rss)])
+    anon = [sv[s].get("rss_anon_mb") for s in systems]
+    if any(v is not None for v in anon):
+        split = [
+            "—" if a is None else f"{a:.0f} + {sv[s].get('rss_file_mb', 0):.0f}"
+            for s, a in zip(systems, anon)
+        ]
+        row("serving RSS at the end: anonymous + file-backed, MB", split)
     bs = [bd[s].get("build_s") for s in systems]
     row("build wall time, s", [_num(v, ".1f", bs[0], i == 0) for i, v in enumerate(bs)])
     row("build: model/stand-in share", [_model_share(bd[s]) for s in systems])
