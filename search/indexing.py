@@ -34,7 +34,8 @@ from .errors import IngestError
 from .types import Article, Passage
 
 if TYPE_CHECKING:
-    from .engine import Engine, WriteReport
+    from .engine import Engine
+    from .writing import WriteReport
 
 #: Articles per batch: big enough that the encoder's batches stay full and a segment is
 #: worth writing (~2,300 passages of BBC Sport), small enough that memory stays flat.

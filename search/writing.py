@@ -1,0 +1,253 @@
+"""The engine's write path: read, chunk, tag, encode and write articles; remove; rebuild.
+
+``search.engine.Engine`` inherits these methods; they are here so the read path
+(retrieve, fuse, answer) and the write path each read on their own. A write streams
+articles through :mod:`search.indexing` into the backend's writer, batch by batch, and
+readers see the old index until the whole write is switched in.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from .backends import Backend, WriteBatch
+from .errors import IndexMissingError
+from .types import Article
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+
+@dataclass
+class WriteReport:
+    """What a write did, per document."""
+
+    added: list[str] = field(default_factory=list)
+    replaced: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    duplicates: dict[str, str] = field(default_factory=dict)  # doc id → id of the copy it duplicates
+    problems: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)  # ids taken by a different file (no --replace)
+    passages: int = 0
+    took_s: float = 0.0
+    stages: dict[str, float] = field(default_factory=dict)  # seconds: encode, ner, rest
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "added": self.added,
+            "replaced": self.replaced,
+            "unchanged": self.unchanged,
+            "removed": self.removed,
+            "missing": self.missing,
+            "duplicates": self.duplicates,
+            "problems": self.problems,
+            "refused": self.refused,
+            "passages": self.passages,
+            "took_s": round(self.took_s, 3),
+            "stages_s": {k: round(v, 3) for k, v in self.stages.items()},
+        }
+
+
+class Writes:
+    """Writing an index: :class:`~search.engine.Engine`'s write methods."""
+
+    _backend: Backend
+    path: Path
+
+    def index(
+        self,
+        paths: Sequence[str | os.PathLike[str]],
+        *,
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> WriteReport:
+        """Rebuild the index from ``paths``: afterwards it holds exactly these articles."""
+        return self.add(paths, reset=True, progress=progress)
+
+    def add(
+        self,
+        items: Sequence[str | os.PathLike[str] | Article] | str | os.PathLike[str] | Article,
+        *,
+        reset: bool = False,
+        progress: Callable[[str, int, int], None] | None = None,
+        root: str | os.PathLike[str] | None = None,
+        replace: bool = False,
+    ) -> WriteReport:
+        """Add or replace articles (paths to files or folders, or :class:`Article` objects).
+
+        A document whose id exists is replaced; one whose content is unchanged is
+        skipped. Problems with single files or lines are reported, the rest goes in.
+
+        Ids of files are paths relative to a corpus root: ``root`` if given, else the root
+        the same file was indexed under before, else the recorded source folder that holds
+        it, else the folder given (a single file: its own folder). A *different* file whose
+        id is taken is refused (named in the report) unless ``replace``.
+
+        Articles stream: files are read, chunked, tagged and encoded in batches, and each
+        batch is written as it is ready (:mod:`search.indexing`), so memory does not grow
+        with the corpus. Readers see the old index until the whole write is switched in.
+        """
+        from . import indexing
+        from .ingest import IngestProblem, check_article, printable, read_path
+
+        t0 = time.perf_counter()
+        report = WriteReport()
+        if isinstance(items, (str, os.PathLike, Article)):
+            items = [items]
+        given: list[Article] = []
+        for a in items:
+            if isinstance(a, Article):
+                # Checked before the write starts: one bad article costs only itself.
+                if why := check_article(a):
+                    report.problems.append(f"{printable(a.id)}: {why}")
+                else:
+                    given.append(a)
+        paths = [Path(p) for p in items if not isinstance(p, Article)]
+        sources = [str(p.resolve()) for p in paths if p.exists()]
+        old_ids = self._doc_ids() if reset else []
+        finder = self._root_finder(root) if paths else None
+        read_from: dict[str, str] = {}  # id -> the file it was read from (a duplicate id is warned about)
+        written: set[str] = set()  # ids this call writes (the last version of each wins)
+        unchanged: set[str] = set()
+
+        def admit(a: Article) -> Iterator[Article]:
+            if a.id in written:
+                yield a  # a later version of an id already in this write: it wins
+                return
+            old = self._backend.doc(a.id)
+            if old is not None and not reset and old.content_hash == a.content_hash and a.id not in unchanged:
+                unchanged.add(a.id)
+                report.unchanged.append(a.id)
+                return
+            if a.id in unchanged:  # first unchanged, now another version
+                unchanged.discard(a.id)
+                report.unchanged.remove(a.id)
+            (report.replaced if old is not None else report.added).append(a.id)
+            written.add(a.id)
+            yield a
+
+        def stream() -> Iterator[Article]:
+            for a in given:
+                yield from admit(a)
+            for p in paths:
+                assert finder is not None
+                for item in read_path(p, finder(p)):
+                    if isinstance(item, IngestProblem):
+                        report.problems.append(str(item))
+                        continue
+                    if item.id in read_from:
+                        report.problems.append(
+                            str(
+                                IngestProblem(
+                                    item.path or str(p),
+                                    f"document id {item.id!r} was also read from {read_from[item.id]}; "
+                                    "the later one is kept",
+                                    level="warning",
+                                )
+                            )
+                        )
+                    read_from[item.id] = item.path or str(p)
+                    if not reset and self._collides(item, replace, report):
+                        continue
+                    yield from admit(item)
+
+        clock = indexing.Clock()
+        opener = getattr(self._backend, "writing", None)
+        sink_cm = (
+            opener(reset=reset)
+            if callable(opener)
+            else nullcontext(indexing.CollectingSink(self._backend, reset))
+        )
+        with sink_cm as sink:
+            dups = indexing.Duplicates(self._backend, reset)
+            expected = len(given) + indexing.estimate_articles(paths)
+            indexing.run(cast("Engine", self), stream(), sink, report, progress, expected, dups, clock)
+            indexing.require_articles(reset, len(written), paths, report.problems)
+            sink.finish(sources, write=bool(written) or reset)
+        if reset:
+            report.removed = [d for d in old_ids if d not in written]
+        report.took_s = time.perf_counter() - t0
+        report.stages.update(clock.totals())
+        report.stages.setdefault("encode", 0.0)
+        report.stages.setdefault("ner", 0.0)
+        report.stages["rest"] = max(0.0, report.took_s - clock.covered())
+        return report
+
+    def _doc_ids(self) -> list[str]:
+        ids = getattr(self._backend, "doc_ids", None)
+        return list(ids()) if callable(ids) else [d.id for d in self._backend.docs()]
+
+    def _root_finder(self, root: str | os.PathLike[str] | None) -> Callable[[Path], Path | None]:
+        """The corpus root of each path given to :meth:`add`, so an id never depends on how
+        the file was added (``search index DIR`` and ``search add DIR/sub/file`` agree)."""
+        if root is not None:
+            fixed = Path(root).resolve()
+            return lambda p: fixed
+        folders = sorted(
+            (Path(s) for s in self._backend.manifest().get("sources") or [] if Path(s).is_dir()),
+            key=lambda f: -len(f.parts),
+        )
+
+        def find(p: Path) -> Path | None:
+            if p.is_dir():
+                return None  # a folder given is its own root
+            rp = str(p.resolve())
+            # Indexed before (a document whose path is this file): keep its id. Its id is a
+            # tail of the path, so look those up instead of reading every document.
+            parts = rp.split("/")
+            for i in range(1, len(parts)):
+                doc_id = "/".join(parts[i:])
+                rec = self._backend.doc(doc_id)
+                if rec is not None and rec.path == rp:
+                    return Path(rp[: -len(doc_id) - 1])
+            return next((f for f in folders if f in Path(rp).parents), None)
+
+        return find
+
+    def _collides(self, a: Article, replace: bool, report: WriteReport) -> bool:
+        """A different file's article takes this id: refused (reported) unless ``replace``."""
+        if replace:
+            return False
+        old = self._backend.doc(a.id)
+        if old is not None and old.path and a.path and old.path != a.path:
+            report.problems.append(
+                f"{a.path}: id {a.id!r} is already {old.path}; not added: give --root so the "
+                "ids differ, or --replace to replace it"
+            )
+            report.refused.append(a.id)
+            return True
+        return False
+
+    def remove(self, doc_ids: Iterable[str]) -> WriteReport:
+        """Remove documents by id; ids not in the index are reported as missing."""
+        t0 = time.perf_counter()
+        report = WriteReport()
+        ids = list(dict.fromkeys(doc_ids))
+        for d in ids:
+            (report.removed if self._backend.doc(d) is not None else report.missing).append(d)
+        if report.removed:
+            self._backend.write(WriteBatch(remove=report.removed))
+        report.took_s = time.perf_counter() - t0
+        report.stages["rest"] = report.took_s - sum(report.stages.values())
+        return report
+
+    def reindex(self, progress: Callable[[str, int, int], None] | None = None) -> WriteReport:
+        """Rebuild everything from the sources recorded in the manifest."""
+        sources = self._backend.manifest().get("sources") or []
+        if not sources:
+            raise IndexMissingError(
+                f"{self.path} records no sources to rebuild from: use `search index PATH...`"
+            )
+        missing = [s for s in sources if not Path(s).exists()]
+        if missing:
+            raise IndexMissingError(
+                f"recorded source {missing[0]} no longer exists: use `search index PATH...`"
+            )
+        return self.index(sources, progress=progress)
