@@ -23,9 +23,10 @@ from ..dates import month
 from ..facets import ENTITY_SAMPLE, FACET_FIELDS, Facets, entity_group
 from ..filters import BUILTIN, Filters
 from .local_rows import _countries, _top
+from .milvus_base import lexical_text
 
 if TYPE_CHECKING:
-    from .milvus import MilvusBackend
+    from .milvus_search import MilvusSearch
 
 MATCH_LIMIT = ENTITY_SAMPLE  # Milvus's cap on offset + limit: facets count at most this many matches
 
@@ -83,22 +84,20 @@ def meta_of(published_ts: float | None, metadata: dict[str, Any]) -> dict[str, A
 
 
 def matches(
-    be: MilvusBackend, terms: Sequence[str], question: str | None, expr: str
+    be: MilvusSearch, terms: Sequence[str], question: str | None, expr: str
 ) -> list[tuple[str, float]]:
     """Every passage the words match under ``expr`` (up to :data:`MATCH_LIMIT`), best first."""
-    from .milvus import lexical_text
-
     text = lexical_text(question, terms).strip()
     if not text:
         return []
     return be._search([text], "sparse", MATCH_LIMIT, "BM25", expr)
 
 
-def all_passages(be: MilvusBackend, expr: str) -> list[str]:
+def all_passages(be: MilvusSearch, expr: str) -> list[str]:
     return [r["id"] for r in be._scan(be.passages_name, expr, ["id"])]
 
 
-def facets(be: MilvusBackend, pids: list[str], top: int = 10) -> Facets:
+def facets(be: MilvusSearch, pids: list[str], top: int = 10) -> Facets:
     """Counts over the given passages, from the document records and stored entities."""
     out = Facets(passages=len(pids))
     per_doc: Counter[str] = Counter(pid.rpartition("#")[0] for pid in pids)
@@ -143,7 +142,7 @@ def facets(be: MilvusBackend, pids: list[str], top: int = 10) -> Facets:
 
 
 def newest(
-    be: MilvusBackend, terms: Sequence[str], question: str | None, expr: str, limit: int
+    be: MilvusSearch, terms: Sequence[str], question: str | None, expr: str, limit: int
 ) -> list[tuple[str, float | None, float]]:
     """Matching passages newest first (undated last), BM25 breaking ties, every tie at the cut."""
     hits = matches(be, terms, question, expr)
