@@ -292,8 +292,8 @@ from search.backends.local_table import Table, TableBuilder
 from search.types import Article
 corpus, out, n = sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])
 if sys.argv[5] == "no-ann":  # the store's own peak, without the ANN build (search.vectors)
-    import search.backends.local_store as ls
-    ls.write_ann = lambda *a, **k: None
+    import search.backends.local_segment_write as lsw  # where write_segment/merge_segments look it up
+    lsw.write_ann = lambda *a, **k: None
 def rss():
     return int(open("/proc/self/statm").read().split()[1]) * 4096 / 2**20
 out.mkdir(parents=True, exist_ok=True)
