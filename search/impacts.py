@@ -305,7 +305,7 @@ def _look_up(q: Query, p: Params, t: Term, cand: np.ndarray, acc: np.ndarray) ->
     """
     looked = 0
     title = _titled(t, p)
-    bases = np.array([base for _, base in q.segments] + [q.n_docs])
+    bases = np.array([base for _, base in q.segments] + [q.n_docs], dtype=cand.dtype)
     cuts = np.searchsorted(cand, bases)
     for s, tp in t.parts:
         seg, base = q.segments[s]
@@ -314,7 +314,8 @@ def _look_up(q: Query, p: Params, t: Term, cand: np.ndarray, acc: np.ndarray) ->
             continue
         looked += len(want)
         if len(want) * 8 < len(tp.docs):
-            pos = np.searchsorted(tp.docs, want)
+            # In the list's dtype: mixed dtypes would copy the whole list to compare.
+            pos = np.searchsorted(tp.docs, want.astype(tp.docs.dtype, copy=False))
             pos[pos == len(tp.docs)] = 0
             found = pos[tp.docs[pos] == want]
         else:

@@ -207,7 +207,9 @@ class SegmentPostings:
         )
 
     def _title(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
-        a, b = np.searchsorted(self._tpos, [lo, hi])
+        # Keys of the array's own dtype: searchsorted casts both sides to a common type,
+        # and int64 keys made it copy the whole int32 array first (4.5 ms at 1M passages).
+        a, b = np.searchsorted(self._tpos, np.array([lo, hi], dtype=self._tpos.dtype))
         return self._tpos[a:b].astype(np.int64) - lo, self._ttf[a:b]
 
     def key(self, docnum: int) -> str:
