@@ -123,6 +123,9 @@ class Engine(Writes, Retrieves):
         self.close()
 
     def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
         self._backend.close()
 
     def _model_id(self) -> tuple[str, int]:

@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +59,10 @@ class Retrieves:
     collapse_duplicates: bool
     football: bool | None
     _football_at: tuple[Any, bool] | None
+    #: Encode a hybrid question on a worker thread while BM25 runs (see _encode_beside).
+    overlap_encode: bool = True
+    _pool: ThreadPoolExecutor | None = None
+    _pool_lock = threading.Lock()
 
     if TYPE_CHECKING:
 
@@ -65,6 +71,18 @@ class Retrieves:
 
         @staticmethod
         def check_question(question: str) -> str: ...
+
+    def _encode_beside(self, q: str) -> Future[np.ndarray]:
+        """Encode the question on another thread while BM25 runs on this one.
+
+        The model's session releases the GIL, so on two cores the two retrievers' first
+        steps overlap instead of following each other. One worker per engine: concurrent
+        queries' encodes queue for it, and the session's own threads do the parallel work.
+        """
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="encode")
+        return self._pool.submit(self.embedder.encode_query, q)
 
     def _search(
         self, question: str, k: int, mode: str, collapse: bool | None, opts: Query | None = None
@@ -91,10 +109,11 @@ class Retrieves:
         depth = max(CANDIDATES, want * 3)
         lex: list[tuple[str, float]] = []
         den: list[tuple[str, float]] = []
+        encoding = self._encode_beside(q) if m is Mode.HYBRID and self.overlap_encode else None
         if m in (Mode.BM25, Mode.HYBRID):
             lex = view.lexical_search(terms, depth, expansions, question=q, filters=flt)
         if m in (Mode.DENSE, Mode.HYBRID):
-            vec = self.embedder.encode_query(q)
+            vec = encoding.result() if encoding is not None else self.embedder.encode_query(q)
             den = view.dense(vec, depth, filters=flt)
         if m is Mode.BM25:
             fused = lex

@@ -16,6 +16,7 @@ import random
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -206,3 +207,40 @@ def test_lexical_fast_path_after_deletes_and_several_segments(tmp_path: Path) ->
         _same(fast, slow)
         assert not any(p.split("#")[0] in ("d3", "d10", "d50") for p, _ in fast)
     ix.close()
+
+
+# ----------------------------------------------------------------------------- overlap
+
+
+def test_hybrid_encodes_beside_bm25_with_the_same_results(hash_engine: Any) -> None:
+    """A hybrid question is encoded on the engine's worker thread while BM25 runs (#17);
+    the hits are exactly those of encoding first, and BM25 and dense modes never use it."""
+    import threading
+
+    from search.types import Article
+
+    e = hash_engine
+    e.add(
+        [
+            Article(id=f"a{i}", title=f"Match {i}", text=f"{name} scored the winner in minute {10 + i}. " * 3)
+            for i, name in enumerate(["Kane", "Saka", "Rice", "Foden", "Palmer", "Kane and Saka"])
+        ]
+    )
+    threads: list[str] = []
+    real = e.embedder.encode_query
+
+    def spy(q: str) -> Any:
+        threads.append(threading.current_thread().name)
+        return real(q)
+
+    e.embedder.encode_query = spy
+    for q in ["who scored the winner", "Kane minute", "Palmer"]:
+        e.overlap_encode = True
+        got = [(h.passage.id, h.score) for h in e.search(q, k=5)]
+        e.overlap_encode = False
+        want = [(h.passage.id, h.score) for h in e.search(q, k=5)]
+        assert got == want and got
+    assert threads[0::2] == ["encode_0"] * 3 and all(t != "encode_0" for t in threads[1::2])
+    e.overlap_encode = True
+    e.search("Kane", k=3, mode="dense")
+    assert threads[-1] != "encode_0"

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..facets import ENTITY_SAMPLE, FACET_FIELDS, Facets
 from ..filters import Filters
+from ..impacts import _kth as kth_largest
 from .local_table import MONTH, NPASS, ROW, SEG, StoredColumns
 
 if TYPE_CHECKING:
@@ -156,11 +157,17 @@ class RowSpace:
         (by ``scores``; all of them without scores) name most."""
         out = Facets(passages=len(docs))
         per_doc = np.bincount(docs, minlength=self.n_docs) if len(docs) else np.zeros(self.n_docs, np.int64)
+        hit = np.flatnonzero(per_doc)  # the documents matched: each field counts only these
         for name in FACET_FIELDS:
-            out.fields[name] = self._field_counts(name, per_doc)
+            out.fields[name] = self._field_counts(name, hit, per_doc[hit])
         sample = ENTITY_SAMPLE if sample is None else sample
         if scores is not None and len(docs) > sample:
-            best = np.argpartition(-scores, sample - 1)[:sample]
+            # The best ``sample`` by score (ties at the cut: the first of them), found from
+            # the exact k-th score (a strided sample narrows it) rather than a full partition.
+            cut = kth_largest(scores, sample)
+            best = np.flatnonzero(scores > cut)
+            if len(best) < sample:
+                best = np.union1d(best, np.flatnonzero(scores == cut)[: sample - len(best)])
             docs, pns = docs[best], pns[best]
             out.entities_over = sample
         gids, keys, people, rank = self._entity_space()
@@ -204,7 +211,8 @@ class RowSpace:
             self._ents = (gids, keys, people, rank)
         return self._ents
 
-    def _field_counts(self, name: str, per_doc: np.ndarray) -> list[tuple[str, int]]:
+    def _field_counts(self, name: str, hit: np.ndarray, n: np.ndarray) -> list[tuple[str, int]]:
+        """A field's values over the documents ``hit``, each weighted by its ``n`` passages."""
         if name == "month":  # stored at write time: a code per document, -1 undated
             kind, data = self.table.column(MONTH)
         else:
@@ -212,8 +220,9 @@ class RowSpace:
         if kind != "text":
             return []
         codes, vocab = data
+        codes = np.asarray(codes)[hit]
         known = codes >= 0
-        c = np.bincount(codes[known], weights=per_doc[known], minlength=len(vocab))
+        c = np.bincount(codes[known], weights=n[known], minlength=len(vocab))
         names = list(vocab)
         return sorted(((names[i], int(c[i])) for i in np.flatnonzero(c)), key=lambda t: (-t[1], t[0]))
 
