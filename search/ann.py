@@ -264,7 +264,7 @@ def search_params(spec: AnnSpec, k: int, sel: Any = None, fraction: float = 1.0)
     return p, keep
 
 
-def rescore(vectors: np.ndarray, q: np.ndarray, found: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+def rescore(vectors: Any, q: np.ndarray, found: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Exact top ``k`` of one query's candidate rows (``-1`` = none), scored on the floats.
 
     Ties go to the lower row, as with exact search. Rows are read in ascending order, so

@@ -244,3 +244,19 @@ def test_hybrid_encodes_beside_bm25_with_the_same_results(hash_engine: Any) -> N
     e.overlap_encode = True
     e.search("Kane", k=3, mode="dense")
     assert threads[-1] != "encode_0"
+
+
+def test_ann_rescoring_reads_float_rows_without_the_map(tmp_path: Path) -> None:
+    """The float rows an ANN search re-scores are read with pread (page cache, not the
+    serving process's resident set, #17): the same values as the map, even after the file
+    is unlinked, as an old generation's files may be while a reader holds them."""
+    rng = np.random.default_rng(3)
+    x = _unit(rng.standard_normal((300, 16)))
+    path = tmp_path / "seg-000001.npy"
+    np.save(path, x)
+    rows = vx.RowReader(vx.load_vectors(path))
+    want = np.array([0, 7, 8, 299])
+    path.unlink()
+    assert np.array_equal(rows[want], x[want])
+    plain = vx.RowReader(x)  # an in-memory array is indexed
+    assert np.array_equal(plain[want], x[want])
