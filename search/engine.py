@@ -327,7 +327,7 @@ class Engine(Writes, Retrieves):
         sort: str = "relevance",
         offset: int = 0,
         half_life: float = DEFAULT_HALF_LIFE_DAYS,
-        facets: bool = True,
+        facets: bool = False,
     ) -> Answer:
         """Search, then (with ``answer``) extract a short answer with its supporting sentences.
 
@@ -336,7 +336,10 @@ class Engine(Writes, Retrieves):
         passages plus any deeper passage the answer cites (with its own rank number).
         ``filters``, ``sort``, ``offset`` and ``half_life`` are :meth:`search`'s; with
         ``facets`` the result carries counts over every matching passage
-        (:mod:`search.facets`), counted without the filters when nothing passes them.
+        (:mod:`search.facets`), counted without the filters when nothing passes them. The
+        faces (CLI, HTTP, MCP, the page) ask for them; a Python caller opts in, since
+        counting every match costs more than the answer at scale (about 6 ms at 100k
+        passages and 22 ms at 1M, against 16 ms for the whole ask without them).
         """
         t0 = time.perf_counter()
         depth = max(k, ANSWER_DEPTH) if answer else k
