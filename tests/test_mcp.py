@@ -64,8 +64,10 @@ def test_read_only_tools(seed_index: Path) -> None:
     from search.engine import Engine
 
     with Engine.open(seed_index, embedder=HashEmbedder()) as engine:
-        want_ask = engine.ask("who scored the winner", k=3).to_dict()
-        want_search = engine.ask("who scored the winner", k=4, mode="bm25", answer=False).to_dict()
+        want_ask = engine.ask("who scored the winner", k=3, facets=True).to_dict()
+        want_search = engine.ask(
+            "who scored the winner", k=4, mode="bm25", answer=False, facets=True
+        ).to_dict()
         doc_id = want_ask["passages"][0]["doc_id"]
         want_doc = engine.get_document(doc_id)
 

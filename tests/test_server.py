@@ -196,13 +196,13 @@ def test_ask_returns_the_engines_dict(ro: httpx.Client, seed_index: Path) -> Non
             ("final score", "bm25"),
             ("the equaliser", "dense"),
         ]:
-            want = _strip_time(engine.ask(q, k=3, mode=mode).to_dict())
+            want = _strip_time(engine.ask(q, k=3, mode=mode, facets=True).to_dict())
             got = ro.get("/ask", params={"q": q, "k": 3, "mode": mode})
             assert got.status_code == 200
             assert _strip_time(got.json()) == want
             posted = ro.post("/ask", json={"question": q, "k": 3, "mode": mode})
             assert _strip_time(posted.json()) == want
-        want = _strip_time(engine.ask("who scored the winner", k=2, answer=False).to_dict())
+        want = _strip_time(engine.ask("who scored the winner", k=2, answer=False, facets=True).to_dict())
     got = ro.get("/search", params={"q": "who scored the winner", "k": 2}).json()
     assert _strip_time(got) == want
     assert set(got) == {"question", "mode", "took_ms", "passages", "facets"}
