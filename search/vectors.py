@@ -94,34 +94,55 @@ def load_vectors(path: Path, mmap: bool = True) -> np.ndarray:
     return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
 
 
-class RowReader:
-    """Rows of a memory-mapped vectors file read with ``pread`` instead of through the map.
+class Rows:
+    """Rows of a 2-d .npy file read with ``pread`` when asked for, never mapped: the
+    sentence vectors of a million passages (gigabytes) cost a serving process nothing
+    until the answer stage reads an article's few rows. An ANN search reads the float rows
+    it re-scores this way too: through the map each row pinned a page into the serving
+    process's resident set (954 MB of it at 1M passages); read, the pages stay in the
+    kernel's page cache, shared and droppable."""
 
-    An ANN search re-scores its candidates on the float vectors: a few dozen random rows a
-    question. Through the map each row pins a page into this process's resident set (at 1M
-    passages the float file reached 954 MB of a serving process's RSS); read, the pages sit
-    in the kernel's page cache, shared and droppable, as the article store's reads do.
-    An array that is not a file map is indexed directly.
-    """
+    def __init__(self, path: str | Path) -> None:
+        self._file = open(path, "rb", buffering=0)  # noqa: SIM115 (closed with the object)
+        f = open(path, "rb")  # noqa: SIM115
+        with f:
+            version = np.lib.format.read_magic(f)
+            read = (
+                np.lib.format.read_array_header_1_0
+                if version == (1, 0)
+                else np.lib.format.read_array_header_2_0
+            )
+            shape, fortran, dtype = read(f)
+            self.offset = f.tell()
+        if fortran or len(shape) != 2:
+            raise ValueError(f"{path}: expected a 2-d C-order array")
+        self.shape: tuple[int, int] = (int(shape[0]), int(shape[1]))
+        self.dtype = np.dtype(dtype)
+        self.ndim = 2
 
-    def __init__(self, vectors: np.ndarray) -> None:
-        self.vectors = vectors
-        name = getattr(vectors, "filename", None)
-        self._fd = os.open(name, os.O_RDONLY) if name and vectors.ndim == 2 else None
-        self._width = vectors.shape[1] * vectors.dtype.itemsize if vectors.ndim == 2 else 0
-        self._offset = int(getattr(vectors, "offset", 0))
+    def __len__(self) -> int:
+        return self.shape[0]
 
-    def __getitem__(self, rows: np.ndarray) -> np.ndarray:
-        if self._fd is None:
-            return np.asarray(self.vectors[rows], dtype=np.float32)
-        w, fd, base = self._width, self._fd, self._offset
-        raw = b"".join(os.pread(fd, w, base + int(r) * w) for r in rows.tolist())
-        return np.frombuffer(raw, dtype=self.vectors.dtype).reshape(len(rows), self.vectors.shape[1])
+    def __getitem__(self, rows: slice | np.ndarray) -> np.ndarray:
+        width = self.shape[1] * self.dtype.itemsize
+        if not isinstance(rows, slice):  # given rows, one read each (an ANN's candidates)
+            idx = np.asarray(rows).tolist()
+            fd, base = self._file.fileno(), self.offset
+            raw = b"".join(os.pread(fd, width, base + int(r) * width) for r in idx)
+            return np.frombuffer(raw, dtype=self.dtype).reshape(len(idx), self.shape[1])
+        a, b, _ = rows.indices(self.shape[0])
+        b = max(a, b)
+        raw = (
+            os.pread(self._file.fileno(), (b - a) * width, self.offset + a * width)
+            if b > a and width
+            else b""
+        )
+        return np.frombuffer(raw, dtype=self.dtype).reshape(b - a, self.shape[1])
 
     def __del__(self) -> None:
-        fd = getattr(self, "_fd", None)
-        if fd is not None:
-            os.close(fd)
+        f = getattr(self, "_file", None)
+        if f is not None:
+            f.close()
 
 
 # ----------------------------------------------------------------------------- ANN files
@@ -201,19 +222,19 @@ class VectorSegment:
         self._bitmap: np.ndarray | None = None
         self._all_live = bool(self.live.all())
         self._n_live = int(self.live.sum())
+        src = getattr(self.vectors, "filename", None)  # np.memmap knows its file
         if self.ann_file is None:
-            src = getattr(self.vectors, "filename", None)  # np.memmap knows its file
             if src:
                 cand = ann_path(Path(src))
                 if cand.is_file():
                     self.ann_file = cand
         # The float rows an ANN search re-scores, read by pread; opened now, as the map
         # was: an old generation's files may be unlinked while a reader still holds them.
-        self._rows: RowReader | None = None
+        self._rows: Rows | None = None
         if self.ann_file is not None:
             try:
-                self._rows = RowReader(self.vectors)
-            except OSError:  # unlinked already (with_live shares the reader it had)
+                self._rows = Rows(src) if src and self.vectors.ndim == 2 else None
+            except (OSError, ValueError):  # unlinked already (with_live shares the reader it had)
                 pass
 
     @property

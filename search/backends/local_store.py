@@ -41,7 +41,7 @@ import numpy as np
 
 from ..errors import IndexFormatError
 from ..types import Article
-from ..vectors import load_vectors
+from ..vectors import Rows, load_vectors
 from .local_segment_format import ENRICH, RECORD, ROW, SENT, TEXT
 
 # Re-exported: every public name this module had before the write side moved out (a patch of
@@ -72,49 +72,6 @@ def mapped(path: str | Path) -> np.ndarray:
     if mm is not None and hasattr(mmap, "MADV_RANDOM"):
         mm.madvise(mmap.MADV_RANDOM)
     return m.view(np.ndarray)
-
-
-class Rows:
-    """Rows of a 2-d .npy file read with ``pread`` when asked for, never mapped: the
-    sentence vectors of a million passages (gigabytes) cost a serving process nothing
-    until the answer stage reads an article's few rows."""
-
-    def __init__(self, path: str | Path) -> None:
-        self._file = open(path, "rb", buffering=0)  # noqa: SIM115 (closed with the object)
-        f = open(path, "rb")  # noqa: SIM115
-        with f:
-            version = np.lib.format.read_magic(f)
-            read = (
-                np.lib.format.read_array_header_1_0
-                if version == (1, 0)
-                else np.lib.format.read_array_header_2_0
-            )
-            shape, fortran, dtype = read(f)
-            self.offset = f.tell()
-        if fortran or len(shape) != 2:
-            raise ValueError(f"{path}: expected a 2-d C-order array")
-        self.shape: tuple[int, int] = (int(shape[0]), int(shape[1]))
-        self.dtype = np.dtype(dtype)
-        self.ndim = 2
-
-    def __len__(self) -> int:
-        return self.shape[0]
-
-    def __getitem__(self, rows: slice) -> np.ndarray:
-        a, b, _ = rows.indices(self.shape[0])
-        b = max(a, b)
-        width = self.shape[1] * self.dtype.itemsize
-        raw = (
-            os.pread(self._file.fileno(), (b - a) * width, self.offset + a * width)
-            if b > a and width
-            else b""
-        )
-        return np.frombuffer(raw, dtype=self.dtype).reshape(b - a, self.shape[1])
-
-    def __del__(self) -> None:
-        f = getattr(self, "_file", None)
-        if f is not None:
-            f.close()
 
 
 class _LRU:
