@@ -78,6 +78,8 @@ class Engine(Writes, Retrieves):
         self._embedder_spec = embedder if embedder is not None else os.environ.get("SEARCH_EMBEDDER", "auto")
         self._embedder: Any = None
         self._embed_lock = threading.Lock()
+        self._pool = None  # the worker that encodes beside BM25 (Retrieves._encode_beside)
+        self._pool_lock = threading.Lock()
         self.fusion = Fusion.from_str(fusion)
         if rrf_k < 0:
             raise ValueError("rrf_k must be non-negative")

@@ -23,7 +23,8 @@ COUNTRY_LABELS = frozenset({"GPE", "NORP"})
 #: BM25: gathering every matching passage's entities is linear in the matches (22 ms for a
 #: common word at 1M passages, #17), and the names of the best-matching passages are the
 #: ones a reader narrows by. Milvus counts every facet over as many (its cap on a search's
-#: depth); the local backend counts source, category and month over every match.
+#: depth, ``milvus_filters.MATCH_LIMIT``, the same number); the local backend counts source,
+#: category and month over every match.
 ENTITY_SAMPLE = 16_384
 
 

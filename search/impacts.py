@@ -169,7 +169,7 @@ def _order(q: Query, p: Params) -> tuple[list[int], list[float]]:
     return sorted(range(len(ub)), key=lambda i: (-ub[i], i)), ub
 
 
-def _kth(x: np.ndarray, k: int) -> float:
+def kth_largest(x: np.ndarray, k: int) -> float:
     """The k-th largest value of ``x`` (-inf when it has fewer), exactly.
 
     A full partition costs ~8 ns an element; a long array is first cut at a value a
@@ -260,7 +260,7 @@ def top_k(
                     looked += _look_up(q, p, q.terms[order[j]], cand, acc)
                 partial = acc[cand]
                 if j >= essential:
-                    theta = max(theta, _kth(partial, k))
+                    theta = max(theta, kth_largest(partial, k))
                 # Whatever the terms not yet added bring is at most rest: below theta, out.
                 cand = cand[partial + rest[j] >= theta]
                 if j == essential - 1:
@@ -293,7 +293,7 @@ def _certain_kth(docs: np.ndarray, acc: np.ndarray, k: int, theta: float) -> flo
     (Making the best partial sums whole by look-ups to raise it further was measured
     slower overall: 0.89x without it at 200k passages.)
     """
-    return max(theta, _kth(acc[docs], k))
+    return max(theta, kth_largest(acc[docs], k))
 
 
 def _look_up(q: Query, p: Params, t: Term, cand: np.ndarray, acc: np.ndarray) -> int:
@@ -335,7 +335,7 @@ def _look_up(q: Query, p: Params, t: Term, cand: np.ndarray, acc: np.ndarray) ->
 def _best(docs: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     if k < len(docs):
         # Keep everything scoring at least the k-th best (ties at the cut stay), then sort.
-        sel = np.flatnonzero(scores >= _kth(scores, k))
+        sel = np.flatnonzero(scores >= kth_largest(scores, k))
         docs, scores = docs[sel], scores[sel]
     order = np.lexsort((docs, -scores))[:k]
     return docs[order], scores[order]

@@ -61,8 +61,8 @@ class Retrieves:
     _football_at: tuple[Any, bool] | None
     #: Encode a hybrid question on a worker thread while BM25 runs (see _encode_beside).
     overlap_encode: bool = True
-    _pool: ThreadPoolExecutor | None = None
-    _pool_lock = threading.Lock()
+    _pool: ThreadPoolExecutor | None  # created on first use, under _pool_lock
+    _pool_lock: threading.Lock
 
     if TYPE_CHECKING:
 

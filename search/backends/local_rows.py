@@ -20,7 +20,7 @@ import numpy as np
 
 from ..facets import ENTITY_SAMPLE, FACET_FIELDS, Facets
 from ..filters import Filters
-from ..impacts import _kth as kth_largest
+from ..impacts import kth_largest
 from .local_table import MONTH, NPASS, ROW, SEG, StoredColumns
 
 if TYPE_CHECKING:

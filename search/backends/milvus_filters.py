@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..dates import month
-from ..facets import ENTITY_SAMPLE, FACET_FIELDS, Facets, entity_group
+from ..facets import FACET_FIELDS, Facets, entity_group
 from ..filters import BUILTIN, Filters
 from .local_rows import _countries, _top
 from .milvus_base import lexical_text
@@ -28,7 +28,7 @@ from .milvus_base import lexical_text
 if TYPE_CHECKING:
     from .milvus_search import MilvusSearch
 
-MATCH_LIMIT = ENTITY_SAMPLE  # Milvus's cap on offset + limit: facets count at most this many matches
+MATCH_LIMIT = 16_384  # Milvus's cap on offset + limit: facets count at most this many matches
 
 
 def _lit(v: Any) -> str:
