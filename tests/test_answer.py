@@ -458,3 +458,30 @@ def test_less_said_is_no_conflict_and_a_preview_is_no_answer_about_the_past() ->
         article("c.txt", "After the semi-final they will face Spain in the final on Monday.", days),
     ]
     assert ask("on what day was the semi-final played", arts).conflicts == []
+
+
+def test_a_contradicting_value_is_judged_by_the_clause_around_it() -> None:
+    """A long sentence about the semi-final that also says when the final is: the words near
+    "Monday" are about the final, so "Monday" contradicts "Sunday"; the sentence as a whole
+    is mostly about something else."""
+    from search.answer.agreement import Cluster, idf_of, same_event
+    from search.answer.candidates import Sent, _keyset
+    from search.answer.typed import Candidate
+
+    text_ref = "Argentina will face Spain in the World Cup final at MetLife Stadium on Sunday."
+    text_other = (
+        "The result means veteran Messi, who provided assists for both goals in the semi against "
+        "England, extends his decorated career by at least one more match, with his side to face "
+        "Spain in the World Cup final on Monday."
+    )
+    a = Article(id="a.txt", title="", text=text_ref)
+    b = Article(id="b.txt", title="", text=text_other)
+    s_ref = Sent("a.txt", 0, len(text_ref), text_ref, 1, a, keys=_keyset(text_ref))
+    s_other = Sent("b.txt", 0, len(text_other), text_other, 2, b, keys=_keyset(text_other))
+    ref = Cluster(key="sunday")
+    c = Candidate("Sunday", text_ref.index("Sunday"), len(text_ref) - 1, "DATE", s_ref, 1.0)
+    ref.members.append(c)
+    ref.articles["a.txt"] = c
+    same = same_event(ref, [s_ref, s_other], idf_of([s_ref, s_other]))
+    assert not same(s_other)  # the whole sentence is mostly the semi-final
+    assert same(s_other, "Monday")  # the clause around the value is the final

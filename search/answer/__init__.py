@@ -240,7 +240,13 @@ def _level_conflicts(
     counted = q.atype in table().get("needs_number", []) and any(ch.isdigit() for ch in ref.key)
     groups: dict[str, tuple[Cluster, list[Any]]] = {}
     for key, (cl, c) in sorted(best.items()):
-        if cl is ref or key in ref.articles or c.score < floor or hedge.search(c.text) or not same(c.sent):
+        if (
+            cl is ref
+            or key in ref.articles
+            or c.score < floor
+            or hedge.search(c.text)
+            or not same(c.sent, c.text)
+        ):
             continue
         if _form(c, votes) not in forms or c.sent.tense <= PAST_AHEAD:
             continue

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .candidates import Sent
+from .candidates import Sent, _keyset
 from .typed import Candidate, fold
 
 AGREE = 0.35
@@ -25,6 +25,10 @@ CORROBORATE = 0.25  # share of a sentence's own terms that the winning sentences
 # A contradicting value need only share the event a little: it is cited beside the winner,
 # and must also name the focus in its own sentence with a value plainly of the asked kind.
 SAME_EVENT = 0.15
+# The words this close to a value say which event it belongs to: in "39-year-old Messi, who
+# provided both assists, extends his career, with his side to face Spain in the final on
+# Monday", the clause around "Monday" is about the final, the rest about the semi-final.
+NEAR_CHARS = 80
 _NUM = re.compile(r"\d+(?:[.,]\d+)?")
 _NUMBER_TYPES = frozenset({"minute", "score", "money", "number", "duration"})
 _WORD_NUMBERS = {
@@ -118,7 +122,18 @@ def same_event(
     idf = idf if idf is not None else idf_of(sents)
     ctx = context(top, idf)
     own = set(_keys_of(top.key))
-    return lambda s: overlap(s, ctx, idf, own) >= SAME_EVENT
+
+    def same(s: Sent, value: str | None = None) -> bool:
+        """``value``: judge by the words around it in ``s`` rather than all of ``s``."""
+        keys = s.keys
+        i = s.text.find(value) if value else -1
+        if value and i >= 0:
+            lo = s.text.rfind(" ", 0, max(0, i - NEAR_CHARS)) + 1
+            hi = s.text.find(" ", min(len(s.text), i + len(value) + NEAR_CHARS))
+            keys = _keyset(s.text[lo : hi if hi >= 0 else len(s.text)])
+        return _overlap(keys, ctx, idf, own) >= SAME_EVENT
+
+    return same
 
 
 def context(cl: Cluster, idf: dict[str, float]) -> dict[str, float]:
@@ -138,7 +153,11 @@ def _keys_of(value: str) -> list[str]:
 
 def overlap(s: Sent, ctx: dict[str, float], idf: dict[str, float], own: set[str]) -> float:
     """Share of sentence ``s``'s own weight (the value's words aside) that the context states."""
-    mine = {k: idf.get(k, 0.0) for k in sorted(s.keys) if k not in own}  # sorted: hash-seed independent
+    return _overlap(s.keys, ctx, idf, own)
+
+
+def _overlap(keys: frozenset[str], ctx: dict[str, float], idf: dict[str, float], own: set[str]) -> float:
+    mine = {k: idf.get(k, 0.0) for k in sorted(keys) if k not in own}  # sorted: hash-seed independent
     total = sum(mine.values()) or 1.0
     return sum(w for k, w in mine.items() if k in ctx) / total
 
