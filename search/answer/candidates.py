@@ -59,6 +59,7 @@ class Sent:
     lex: float = 0.0  # the same from words alone, before the stored vectors are blended in
     focus: float = 1.0  # 1: the sentence names the focus; FOCUS_NEAR: its surroundings do
     strict: bool = True  # every focus word is in the sentence itself
+    fshare: float = 1.0  # the share of the focus words the sentence itself names
     tense: float = 1.0
     cue: float = 1.0
     keys: frozenset[str] = frozenset()  # analysed terms (first PREFIX letters) of the sentence
@@ -269,6 +270,7 @@ def _score(q: QuestionInfo, sents: list[Sent], focus: list[str]) -> None:
             s.cue = OFF_CUE
         missing = [f for f in focus_keys if f not in present]
         s.strict = not missing
+        s.fshare = 1.0 - len(missing) / len(focus_keys) if focus_keys else 1.0
         s.focus = _focus_fit(s, missing, len(focus_keys))
         ahead = bool(LOOKS_AHEAD.search(s.text))
         if q.tense == "future":

@@ -43,6 +43,9 @@ FEATURES = (
     "slot",  # the best (fit x closeness to the question's predicate words) of such an entity
     "dense_rank",  # 1/(1 + its rank among the sentences by stored-vector closeness)
     "lex_rank",  # the same by words
+    "nbr_lex",  # the best "lex" of the sentences just before and after it in its article
+    "nbr_dense",  # the same for "dense"
+    "nbr_focus",  # the same for "fshare": the answer's sentence may not repeat the subject
 )
 
 
@@ -62,6 +65,12 @@ def features(q: QuestionInfo, sents: list[Sent]) -> list[dict[str, float]]:
     by_lex = {id(s): i for i, s in enumerate(sorted(sents, key=lambda s: -s.lex))}
     positions: dict[str, dict[int, int]] = {}
     qwords = {fold(w) for w in q.words} | {fold(n) for n in q.names}
+    at: dict[tuple[str, int], Sent] = {}
+    for s in sents:
+        a = s.article
+        pos = positions.setdefault(a.id, {start: i for i, (start, _) in enumerate(a.sentences)})
+        if s.start in pos:
+            at[(a.id, pos[s.start])] = s
     rows = []
     for s in sents:
         a = s.article
@@ -70,6 +79,12 @@ def features(q: QuestionInfo, sents: list[Sent]) -> list[dict[str, float]]:
             (q.fit(lb, a.text[x:y]), x, y) for x, y, lb in s.ents if not (words_of(a.text[x:y]) & qwords)
         ]
         fits = [f for f, _, _ in typed]
+        i = pos.get(s.start)
+        nbrs = (
+            [n for n in (at.get((a.id, i - 1)), at.get((a.id, i + 1))) if n is not None]
+            if i is not None
+            else []
+        )
         slot = max((f * proximity(s, x - s.start, y - s.start) for f, x, y in typed if f > 0), default=0.0)
         rows.append(
             {
@@ -92,6 +107,9 @@ def features(q: QuestionInfo, sents: list[Sent]) -> list[dict[str, float]]:
                 "slot": slot,
                 "dense_rank": 1.0 / (1 + by_dense[id(s)]),
                 "lex_rank": 1.0 / (1 + by_lex[id(s)]),
+                "nbr_lex": max((n.lex for n in nbrs), default=0.0),
+                "nbr_dense": max((n.dense for n in nbrs), default=0.0),
+                "nbr_focus": max((n.fshare for n in nbrs), default=0.0),
             }
         )
     return rows
