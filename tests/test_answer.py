@@ -485,3 +485,29 @@ def test_a_contradicting_value_is_judged_by_the_clause_around_it() -> None:
     same = same_event(ref, [s_ref, s_other], idf_of([s_ref, s_other]))
     assert not same(s_other)  # the whole sentence is mostly the semi-final
     assert same(s_other, "Monday")  # the clause around the value is the final
+
+
+@pytest.mark.slow
+def test_clubs_are_tagged_as_teams_and_places_and_people_keep_their_labels() -> None:
+    """The model alone tags "Everton" and "Glasgow Rangers" as people; the club list
+    (search/data/football_teams.txt) runs before it. A longer match wins, so "United States"
+    stays a place, and a club's name inside a person's ("David Villa") is not a club."""
+    from search import enrich
+
+    text = (
+        "Everton keeper Nigel Martyn was beaten as Glasgow Rangers and the Blues watched, "
+        "with United States officials and David Villa in the stand."
+    )
+    got = {text[a:b]: label for a, b, label in enrich.tag([text])[0]}
+    assert got["Everton"] == got["Glasgow Rangers"] == got["Blues"] == "ORG"
+    assert got["United States"] == "GPE"
+    assert got["Nigel Martyn"] == got["David Villa"] == "PERSON"
+
+
+def test_every_club_line_is_a_name_or_a_name_and_a_label() -> None:
+    from search import enrich
+
+    teams = [p for p in enrich.patterns() if isinstance(p["pattern"], str)]
+    assert len(teams) > 200
+    assert {p["label"] for p in teams} <= {"ORG", "GPE"}
+    assert all(p["pattern"] == p["pattern"].strip() and p["pattern"] for p in teams)
