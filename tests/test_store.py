@@ -197,6 +197,12 @@ def test_the_last_version_of_an_id_wins_across_batches(
         assert hits[0].passage.doc_id == late.id and len(e.passages_of(late.id)) == 1
 
 
+def test_a_stream_of_unknown_length_is_cut_into_growing_batches() -> None:
+    sizes = [len(b) for b in indexing.batches(iter(range(300)), 64, grow=True)]
+    assert sizes == [32, 64, 64, 64, 64, 12]
+    assert [len(b) for b in indexing.batches(range(100), 40)] == [40, 40, 20]
+
+
 def test_adds_removes_and_merges_keep_the_table_and_segments_consistent(
     tmp_path: Path, corpus: list[Article]
 ) -> None:
