@@ -170,22 +170,32 @@ def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
                     raise SystemExit(f"{path}:{i}: not a JSON record ({e})") from None
 
 
-def articles(path: Path) -> list[Any]:
-    """The corpus as the engine's Article objects (every extra field kept as metadata)."""
-    from search.types import Article
+class Articles:
+    """The corpus as the engine's Article objects (every extra field kept as metadata), read
+    from the file as they are taken, one pass per iteration: never all held at once, so a
+    build measures the engine's write, not the corpus in memory. Knows its length
+    (``__length_hint__``, a count of lines) for the engine's batch size and ETA."""
 
-    core = {"id", "title", "text", "source", "url", "published"}
-    out = []
-    for r in read_jsonl(path):
-        out.append(
-            Article(
+    CORE = ("id", "title", "text", "source", "url", "published")
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        with open(path, "rb") as f:
+            self.count = sum(1 for line in f if line.strip())
+
+    def __length_hint__(self) -> int:
+        return self.count
+
+    def __iter__(self) -> Iterator[Any]:
+        from search.types import Article
+
+        for r in read_jsonl(self.path):
+            yield Article(
                 id=str(r["id"]),
                 title=r.get("title") or "",
                 text=r["text"],
                 source=r.get("source") or "",
                 url=r.get("url"),
                 published=r.get("published"),
-                metadata={k: v for k, v in r.items() if k not in core},
+                metadata={k: v for k, v in r.items() if k not in self.CORE},
             )
-        )
-    return out

@@ -242,13 +242,19 @@ def estimate_articles(paths: Sequence[Path]) -> int:
     return total
 
 
-def batches(items: Iterable[Article], size: int) -> Iterator[list[Article]]:
+def batches(items: Iterable[Article], size: int, grow: bool = False) -> Iterator[list[Article]]:
+    """``items`` in lists of ``size``; with ``grow`` (a stream of unknown length) the first
+    is ``MIN_BATCH_ARTICLES`` and each next one twice the last, up to ``size``, so a short
+    stream is still cut into a few batches for the encoder to overlap, a long one into full
+    batches."""
+    step = min(size, MIN_BATCH_ARTICLES) if grow else size
     out: list[Article] = []
     for a in items:
         out.append(a)
-        if len(out) >= size:
+        if len(out) >= step:
             yield out
             out = []
+            step = min(size, step * 2)
     if out:
         yield out
 
@@ -259,11 +265,14 @@ def run(
     sink: Any,
     report: WriteReport,
     progress: Progress | None,
-    expected: int,
+    expected: int | None,
     dups: Duplicates,
     clock: Clock,
 ) -> None:
-    """Stream ``articles`` through the stages into ``sink`` (see the module's docstring)."""
+    """Stream ``articles`` through the stages into ``sink`` (see the module's docstring).
+
+    ``expected`` is about how many articles come (for the batch size and the progress
+    totals), or None when that is not known: batches then grow to ``BATCH_ARTICLES``."""
     tagger = engine._tagger
     if tagger is None:
         from .enrich import tag as tagger
@@ -276,7 +285,7 @@ def run(
         with lock:
             done_passages += n
             per = done_passages / max(done_articles, 1)
-            total = max(done_passages, int(per * max(expected, done_articles)))
+            total = max(done_passages, int(per * max(expected or 0, done_articles)))
         if progress:
             progress("encode", done_passages, total)
 
@@ -294,12 +303,15 @@ def run(
     pool: Any = ThreadPoolExecutor(max_workers=1, thread_name_prefix="encode") if threaded else _Inline()
     pending: Future[Prepared] | None = None
     try:
-        size = min(BATCH_ARTICLES, max(MIN_BATCH_ARTICLES, expected // PIPELINE_BATCHES))
-        for chunk in batches(articles, size):
+        if expected is None:
+            size = BATCH_ARTICLES
+        else:
+            size = min(BATCH_ARTICLES, max(MIN_BATCH_ARTICLES, expected // PIPELINE_BATCHES))
+        for chunk in batches(articles, size, grow=expected is None):
             prep = chunk_and_tag(chunk, tagger, clock)
             done_articles += len(chunk)
             if progress:
-                progress("ner", done_articles, max(expected, done_articles))
+                progress("ner", done_articles, max(expected or 0, done_articles))
             nxt = pool.submit(encode, engine.embedder, prep, clock, tick)
             if pending is not None:
                 write(pending)

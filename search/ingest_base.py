@@ -74,8 +74,8 @@ def _too_big(
 def check_article(a: Article) -> str | None:
     """Why ``a`` cannot be stored (unencodable text, over the size limit), or ``None``.
 
-    Checked for every article before a write starts, so one bad article is skipped
-    with a message instead of failing the whole batch half-way.
+    Checked for every article as the write takes it, before it joins a batch, so one bad
+    article is skipped with a message instead of failing the whole batch half-way.
     """
     for name in ("id", "title", "text", "source", "url", "published"):
         v = getattr(a, name)

@@ -8,6 +8,7 @@ readers see the old index until the whole write is switched in.
 
 from __future__ import annotations
 
+import operator
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -73,7 +74,7 @@ class Writes:
 
     def add(
         self,
-        items: Sequence[str | os.PathLike[str] | Article] | str | os.PathLike[str] | Article,
+        items: Iterable[str | os.PathLike[str] | Article] | str | os.PathLike[str] | Article,
         *,
         reset: bool = False,
         progress: Callable[[str, int, int], None] | None = None,
@@ -92,7 +93,12 @@ class Writes:
 
         Articles stream: files are read, chunked, tagged and encoded in batches, and each
         batch is written as it is ready (:mod:`search.indexing`), so memory does not grow
-        with the corpus. Readers see the old index until the whole write is switched in.
+        with the corpus. ``items`` may be any iterable, a generator included: it is read
+        once, as the write goes, and an article is dropped once its batch is written (a
+        list the caller keeps holds its articles, with the entities, sentences and sentence
+        vectors the write fills in). Articles go in before paths, in the order given. A bad
+        article is reported and skipped wherever it comes. Readers see the old index until
+        the whole write is switched in; an error (or an exception from ``items``) leaves it.
         """
         from . import indexing
         from .ingest import IngestProblem, check_article, printable, read_path
@@ -101,18 +107,18 @@ class Writes:
         report = WriteReport()
         if isinstance(items, (str, os.PathLike, Article)):
             items = [items]
-        given: list[Article] = []
-        for a in items:
-            if isinstance(a, Article):
-                # Checked before the write starts: one bad article costs only itself.
-                if why := check_article(a):
-                    report.problems.append(f"{printable(a.id)}: {why}")
-                else:
-                    given.append(a)
-        paths = [Path(p) for p in items if not isinstance(p, Article)]
-        sources = [str(p.resolve()) for p in paths if p.exists()]
+        # A list is counted first (for the batch size and the ETA); any other iterable is
+        # read once, as the write goes, and says how long it is only if it can
+        # (``__length_hint__``); its paths are collected as they come and read after its
+        # articles, as a list's are.
+        counted = isinstance(items, Sequence)
+        if isinstance(items, Sequence):
+            paths = [Path(p) for p in items if not isinstance(p, Article)]
+            expected: int | None = len(items) - len(paths) + indexing.estimate_articles(paths)
+        else:
+            paths = []
+            expected = operator.length_hint(items, 0) or None
         old_ids = self._doc_ids() if reset else []
-        finder = self._root_finder(root) if paths else None
         read_from: dict[str, str] = {}  # id -> the file it was read from (a duplicate id is warned about)
         written: set[str] = set()  # ids this call writes (the last version of each wins)
         unchanged: set[str] = set()
@@ -134,8 +140,16 @@ class Writes:
             yield a
 
         def stream() -> Iterator[Article]:
-            for a in given:
-                yield from admit(a)
+            for a in items:
+                if isinstance(a, Article):
+                    # Checked on its own: one bad article costs only itself.
+                    if why := check_article(a):
+                        report.problems.append(f"{printable(a.id)}: {why}")
+                    else:
+                        yield from admit(a)
+                elif not counted:
+                    paths.append(Path(a))
+            finder = self._root_finder(root) if paths else None
             for p in paths:
                 assert finder is not None
                 for item in read_path(p, finder(p)):
@@ -167,9 +181,9 @@ class Writes:
         )
         with sink_cm as sink:
             dups = indexing.Duplicates(self._backend, reset)
-            expected = len(given) + indexing.estimate_articles(paths)
             indexing.run(cast("Engine", self), stream(), sink, report, progress, expected, dups, clock)
             indexing.require_articles(reset, len(written), paths, report.problems)
+            sources = [str(p.resolve()) for p in paths if p.exists()]
             sink.finish(sources, write=bool(written) or reset)
         if reset:
             report.removed = [d for d in old_ids if d not in written]

@@ -186,7 +186,24 @@ def test_the_built_index_holds_exactly_the_counted_passages(shared: Path, tmp_pa
     assert r.returncode == 0, r.stderr
     res = json.loads(r.stdout.strip().splitlines()[-1].removeprefix("@result "))
     assert res["passages"] == n and res["peak_rss_mb"] > 0 and res["disk_mb"] > 0
+    assert 0 < res["base_rss_mb"] <= res["peak_rss_mb"]
     assert any(line.startswith("@progress ours:_encode_passages") for line in r.stdout.splitlines())
+
+
+def test_the_build_reads_the_corpus_as_a_stream_of_articles(shared: Path, tmp_path: Path) -> None:
+    """Ours is given the corpus as a stream (not a list it would keep, with every article's
+    sentence vectors, for the whole build) that still says how long it is."""
+    import operator
+    from collections.abc import Sequence
+
+    recs = C.bbc_records(shared / "data" / "bbcsport" / "bbcsport.jsonl")
+    corpus = tmp_path / "c.jsonl"
+    n_art, _ = C.write_corpus(C.synthetic(recs), corpus, tmp_path / "p.jsonl", 40, lambda _: None)
+    arts = C.Articles(corpus)
+    assert not isinstance(arts, Sequence) and operator.length_hint(arts) == n_art
+    got = list(arts)
+    assert [a.id for a in got] == [r["id"] for r in C.read_jsonl(corpus)] == [a.id for a in arts]
+    assert got[0].metadata == {"category": next(C.read_jsonl(corpus))["category"]}
 
 
 # ----------------------------------------------------------------------------- replay stand-ins

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -195,6 +196,124 @@ def test_the_last_version_of_an_id_wins_across_batches(
             assert all(h.passage.doc_id != late.id for h in e.search(w, k=20, mode="bm25"))
         hits = e.search("zanzibar quokka", k=3, mode="bm25")
         assert hits[0].passage.doc_id == late.id and len(e.passages_of(late.id)) == 1
+
+
+def _copy(a: Article) -> Article:
+    """A fresh article with ``a``'s fields (a write fills in entities and vectors on its input)."""
+    return Article(
+        id=a.id, title=a.title, text=a.text, source=a.source, published=a.published, metadata=dict(a.metadata)
+    )
+
+
+def _state(e: Engine) -> dict[str, object]:
+    """What an index answers, to compare two builds."""
+    return {
+        "stats": {k: v for k, v in e.stats().items() if k in ("documents", "passages")},
+        "docs": sorted(
+            (
+                d.id,
+                d.title,
+                d.passages,
+                d.duplicate_of,
+                json.dumps(d.metadata, sort_keys=True),
+                e.get_document(d.id).text,
+                e.get_document(d.id).entities,
+                e.get_document(d.id).sentences,
+            )
+            for d in e.documents()
+        ),
+        "hits": {q: [(h.passage.id, round(h.score, 6)) for h in e.search(q, k=8)] for q in WORDS[:8]},
+        "facets": e.facets("penalty").to_dict(),
+    }
+
+
+@pytest.mark.parametrize("embedder", [HashEmbedder, ThreadedHash])
+def test_a_generator_gives_the_same_index_as_a_list_and_is_not_held(
+    tmp_path: Path, corpus: list[Article], monkeypatch: pytest.MonkeyPatch, embedder: type
+) -> None:
+    """#17 item 5: a stream is read once, as the write goes, and its articles are let go
+    batch by batch; the index and the report equal those of the same articles as a list
+    (paths in the stream included: they are read after its articles, as a list's are)."""
+    import gc
+    import weakref
+
+    copy_of = Article(id="copy", title="Copy", text=corpus[5].text)  # a near-duplicate story
+    src = tmp_path / "more.jsonl"
+    src.write_text(
+        json.dumps({"id": "from-file", "title": "Filed", "text": "A quokka derby penalty."}) + "\n"
+    )
+    with Engine.open(tmp_path / "list", create=True, embedder=embedder(), tagger=tagger) as e:
+        want_rep = e.add([*map(_copy, corpus[:30]), copy_of, src, *map(_copy, corpus[30:])], root=tmp_path)
+        want = _state(e)
+    monkeypatch.setattr(indexing, "BATCH_ARTICLES", 5)
+    alive: list[weakref.ref[Article]] = []
+    most = 0
+
+    def stream() -> Iterator[Article | Path]:
+        nonlocal most
+        for a in [*corpus[:30], copy_of, src, *corpus[30:]]:
+            if isinstance(a, Path):
+                yield a
+                continue
+            gc.collect()
+            most = max(most, sum(r() is not None for r in alive))
+            fresh = _copy(a)
+            alive.append(weakref.ref(fresh))
+            yield fresh
+            del fresh
+
+    with Engine.open(tmp_path / "stream", create=True, embedder=embedder(), tagger=tagger) as e:
+        rep = e.add(stream(), root=tmp_path)
+        assert _state(e) == want
+    assert rep.added == want_rep.added and "from-file" in rep.added and len(rep.added) == 62
+    assert rep.duplicates == want_rep.duplicates == {"copy": corpus[5].id}
+    assert rep.problems == want_rep.problems == [] and rep.passages == want_rep.passages
+    # Batches of 5 grow no further: a few batches are in flight at a time, never the stream.
+    assert 0 < most <= 20
+
+
+def test_a_bad_article_in_a_stream_costs_only_itself(tmp_path: Path, corpus: list[Article]) -> None:
+    bad = Article(id="bad", title="T", text="goal \ud800 goal")
+
+    def stream() -> Iterator[Article]:
+        yield from map(_copy, corpus[:20])
+        yield bad
+        yield from map(_copy, corpus[20:40])
+
+    with open_engine(tmp_path / "idx") as e:
+        rep = e.add(stream())
+        assert rep.added == [a.id for a in corpus[:40]]
+        assert (
+            len(rep.problems) == 1 and rep.problems[0].startswith("bad:") and "surrogate" in rep.problems[0]
+        )
+        assert e.stats()["documents"] == 40 and e._backend.doc("bad") is None
+        assert sorted(d.id for d in e.documents()) == sorted(a.id for a in corpus[:40])
+        assert e.stats()["passages"] == sum(len(e.passages_of(a.id)) for a in corpus[:40])
+
+
+def test_a_stream_that_fails_leaves_the_index_as_it_was(
+    tmp_path: Path, corpus: list[Article], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(indexing, "BATCH_ARTICLES", 5)
+
+    def stream() -> Iterator[Article]:
+        yield from map(_copy, corpus[10:30])  # several batches are written before it fails
+        raise OSError("the feed went away")
+
+    with open_engine(tmp_path / "idx") as e:
+        e.add(corpus[:10])
+        before = _state(e)
+        with pytest.raises(OSError, match="feed went away"):
+            e.add(stream())
+        assert _state(e) == before
+        rep = e.add(map(_copy, corpus[10:30]))  # the next write is not blocked
+        assert rep.added == [a.id for a in corpus[10:30]] and e.stats()["documents"] == 30
+
+
+def test_a_stream_of_unknown_length_is_cut_into_growing_batches() -> None:
+    sizes = [len(b) for b in indexing.batches(iter(range(300)), 64, grow=True)]
+    assert sizes == [32, 64, 64, 64, 64, 12]
+    assert [len(b) for b in indexing.batches(range(100), 40)] == [40, 40, 20]
 
 
 def test_adds_removes_and_merges_keep_the_table_and_segments_consistent(
