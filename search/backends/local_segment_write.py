@@ -18,6 +18,7 @@ import numpy as np
 
 from ..facets import entity_group
 from ..types import Article
+from ..vector_codes import encode_unit, to_codes
 from ..vectors import AnnSpec, save_npy, save_vectors, write_ann
 from .local_segment_format import ENRICH, RECORD, RECORD_FIELDS, ROW, SEGMENT_SUFFIXES, SENT, TEXT
 
@@ -171,14 +172,15 @@ def _entry(name: str, rows: int, spec: AnnSpec | None) -> dict[str, Any]:
 
 
 def _sentence_vectors(articles: list[Article], dim: int) -> np.ndarray:
-    """The articles' sentence vectors stacked (zeros where an article has none)."""
+    """The articles' sentence vectors stacked as int8 codes (:mod:`search.vector_codes`;
+    zeros where an article has none)."""
     parts = [
-        np.asarray(a.sentence_vectors, dtype=np.float16).reshape(len(a.sentences), -1)
+        encode_unit(np.asarray(a.sentence_vectors, dtype=np.float32).reshape(len(a.sentences), -1))
         if a.sentence_vectors is not None and len(a.sentence_vectors) == len(a.sentences)
-        else np.zeros((len(a.sentences), dim), np.float16)
+        else np.zeros((len(a.sentences), dim), np.int8)
         for a in articles
     ]
-    return np.concatenate(parts) if parts else np.zeros((0, dim), np.float16)
+    return np.concatenate(parts) if parts else np.zeros((0, dim), np.int8)
 
 
 def _runs(ordinals: np.ndarray) -> list[tuple[int, int]]:
@@ -240,7 +242,7 @@ def merge_segments(
         "sents": _Npy(Path(f"{base}.sents.npy"), np.int32, (n_sents, 2)),
         "sentoff": _Npy(Path(f"{base}.sentoff.npy"), np.int64, (rows + 1,)),
         "minhash": _Npy(Path(f"{base}.minhash.npy"), np.uint32, (docs, mh_dim)),
-        "sentvec": _Npy(Path(f"{base}.sentvec.npy"), np.float16, (n_sentvec, sv_dim)),
+        "sentvec": _Npy(Path(f"{base}.sentvec.npy"), np.int8, (n_sentvec, sv_dim)),
         "entoff": _Npy(Path(f"{base}.entoff.npy"), np.int64, (rows + 1,)),
         "ents": _Npy(Path(f"{base}.ents.npy"), np.int32, (n_ents,)),
     }
@@ -280,9 +282,9 @@ def merge_segments(
                         np.asarray(seg.minhash[a:b]) if mh_dim else np.zeros((b - a, 0), np.uint32)
                     )
                     s0, s1 = int(off[0, SENT]), int(off[-1, SENT])
-                    step = max(1, COPY_BYTES // max(2 * sv_dim, 1))
-                    for c in range(s0, s1, step):
-                        outs["sentvec"].write(np.asarray(seg.sentvec[c : min(s1, c + step)]))
+                    step = max(1, COPY_BYTES // max(4 * sv_dim, 1))
+                    for c in range(s0, s1, step):  # codes copied; an older member's floats encoded
+                        outs["sentvec"].write(to_codes(np.asarray(seg.sentvec[c : min(s1, c + step)])))
                     at += off[-1] - off[0]
                     at[RECORD] = at[ENRICH] = at[TEXT]
                     if progress:

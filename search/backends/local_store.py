@@ -15,7 +15,9 @@ segment ``seg-N`` (plain numpy and bytes, no pickle):
 ``.sents.npy``    int32 [n, 2] sentence spans of the passages; ``.sentoff.npy`` int64
                   [rows + 1] where each passage's sentences start
 ``.minhash.npy``  uint32 [docs, 128] near-duplicate signatures (or [docs, 0])
-``.sentvec.npy``  float16 [sentences, dim] the articles' sentence vectors, in article order
+``.sentvec.npy``  int8 [sentences, dim] the articles' sentence vectors, in article order:
+                  codes of unit vectors, read back re-normalised (:mod:`search.vector_codes`;
+                  an older index's float16 rows are read as they are)
 ``.ents.npy``     int32 [m] the people and teams each passage names (codes, by passage row),
                   ``.entoff.npy`` int64 [rows + 1], ``.ents.json`` the codes' [group, name]
 
@@ -41,6 +43,7 @@ import numpy as np
 
 from ..errors import IndexFormatError
 from ..types import Article
+from ..vector_codes import decode_unit
 from ..vectors import Rows, load_vectors
 from .local_segment_format import ENRICH, RECORD, ROW, SENT, TEXT
 
@@ -193,7 +196,7 @@ class Segment:
         )
         s0, s1 = int(self.offsets[d, SENT]), int(self.offsets[d + 1, SENT])
         if s1 - s0 == len(art.sentences) and self.sentvec.ndim == 2 and self.sentvec.shape[1]:
-            art.sentence_vectors = self.sentvec[s0:s1]
+            art.sentence_vectors = decode_unit(self.sentvec[s0:s1])
         self._articles.put(d, art)
         return art
 

@@ -1,0 +1,100 @@
+"""How a segment keeps its vectors on disk (#17 item 4): sentence vectors as int8 codes,
+and files an older version wrote (float16 sentence vectors) still read and merged."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_store import article, tagger
+
+from search import vectors as vx
+from search.backends import local_write
+from search.embed import HashEmbedder
+from search.engine import Engine
+from search.types import Article
+from search.vector_codes import decode_unit, encode_unit
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    return (x / np.linalg.norm(x, axis=-1, keepdims=True)).astype(np.float32)
+
+
+def test_int8_codes_round_trip_within_a_small_cosine_error() -> None:
+    rng = np.random.default_rng(3)
+    basis = rng.standard_normal((16, 384))  # few degrees of freedom, like text embeddings
+    x = _unit(rng.standard_normal((2000, 16)) @ basis + 0.1 * rng.standard_normal((2000, 384)))
+    x[7] = 0.0  # a sentence without a vector
+    codes = encode_unit(x)
+    assert codes.dtype == np.int8 and codes.shape == x.shape
+    assert (np.abs(codes).max(axis=1)[np.arange(len(x)) != 7] == 127).all()
+    back = decode_unit(codes)
+    assert back.dtype == np.float32 and not back[7].any()
+    norms = np.linalg.norm(np.delete(back, 7, axis=0), axis=1)
+    np.testing.assert_allclose(norms, 1.0, atol=1e-6)
+    q = _unit(rng.standard_normal((50, 16)) @ basis)
+    err = np.abs(back @ q.T - x @ q.T)
+    assert err.max() < 0.005 and err.mean() < 0.001
+    # decoded codes encode to the same codes: a merge copies or re-encodes alike
+    assert np.array_equal(encode_unit(back), codes)
+    # float rows (an older file) are read as stored
+    old = x.astype(np.float16)
+    assert decode_unit(old) is old
+
+
+def _rewrite_as_older_version(gen: Path) -> None:
+    """Rewrite a generation's vector files as the version before this format wrote them:
+    sentence vectors float16."""
+    for f in gen.glob("seg-*.sentvec.npy"):
+        np.save(f, decode_unit(np.load(f)).astype(np.float16))
+
+
+def _corpus(n: int, offset: int = 0) -> list[Article]:
+    rng = np.random.default_rng(7 + offset)
+    return [article(i + offset, rng) for i in range(n)]
+
+
+def _build(path: Path, batches: list[list[Article]], older_first: bool) -> None:
+    for i, b in enumerate(batches):
+        with Engine.open(path, create=True, embedder=HashEmbedder(), tagger=tagger) as e:
+            e.add(b)
+        if i == 0 and older_first:
+            _rewrite_as_older_version(path / (path / "CURRENT").read_text().strip())
+
+
+def test_an_older_index_reads_and_merges_into_the_new_format(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first write's files rewritten as the older version wrote them; a second write
+    merges them with a new segment into one with an ANN index. Searches, documents and
+    sentence vectors agree with an index written in the new format throughout."""
+    monkeypatch.setattr(vx, "ANN_MIN_ROWS", 150)
+    monkeypatch.setattr(local_write, "MERGE_FANOUT", 2)
+    batches = [_corpus(60), _corpus(60, offset=100)]
+    new, old = tmp_path / "new", tmp_path / "old"
+    ids = [a.id for a in batches[0]]
+
+    def seen(path: Path) -> tuple[list[list[str]], dict[str, np.ndarray]]:
+        with Engine.open(path, embedder=HashEmbedder()) as e:
+            hits = [
+                [h.passage.id for h in e.search(q, k=8, mode=m)]
+                for q in ("penalty header", "keeper derby corner", "Player12 Scored")
+                for m in ("dense", "hybrid")
+            ]
+            vecs = {d.id: np.asarray(d.sentence_vectors, np.float32) for d in map(e.get_document, ids)}
+        return hits, vecs
+
+    for step in (1, 2):  # older files read as they are; then merged with a new segment
+        _build(new, batches[step - 1 : step], older_first=False)
+        _build(old, batches[step - 1 : step], older_first=step == 1)
+        gen = old / (old / "CURRENT").read_text().strip()
+        sentvec = {np.load(f).dtype for f in gen.glob("seg-*.sentvec.npy")}
+        assert sentvec == ({np.dtype(np.float16)} if step == 1 else {np.dtype(np.int8)})
+        (want_hits, want_vecs), (got_hits, got_vecs) = seen(new), seen(old)
+        assert got_hits == want_hits
+        for d in ids:
+            np.testing.assert_allclose(got_vecs[d], want_vecs[d], atol=2e-3)
+    segments = json.loads((gen / "manifest.json").read_text())["segments"]
+    assert len(segments) == 1 and segments[0]["rows"] >= 150
