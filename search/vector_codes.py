@@ -10,6 +10,13 @@ sentence vectors against 300 of them as questions, a cosine moves by 0.0003 on a
 format before, takes twice the bytes (4-bit codes would move it by 0.005 on average and
 0.049 at most: too coarse). A reader decides by the file's dtype: float16 and float32
 files are read as they are.
+
+Passage vectors (``seg-N.npy``) of a segment with an ANN index are float16
+(:func:`passage_dtype`): the index holds 8-bit codes that find candidates, and the
+floats only re-score those candidates (a few dozen rows a query, converted to float32
+first), so half precision moves a score by about 1e-4. Smaller segments keep float32:
+numpy scans every row of them for each query, and a float32 array is scanned as it is
+mapped. A reader takes either dtype.
 """
 
 from __future__ import annotations
@@ -57,3 +64,10 @@ def to_codes(rows: np.ndarray) -> np.ndarray:
     """Rows of a sentence-vector file as int8 codes: copied when they are codes already
     (a merge of new segments), encoded when they are floats (a segment of an older index)."""
     return rows if rows.dtype == np.int8 else encode_unit(rows)
+
+
+def passage_dtype(rows: int, ann_min_rows: int) -> np.dtype:
+    """The dtype passage vectors of a segment of ``rows`` rows are written in: float16 when
+    the segment gets an ANN index (its floats only re-score candidates), float32 when numpy
+    scans it whole."""
+    return np.dtype(np.float16 if rows >= ann_min_rows else np.float32)

@@ -1,5 +1,6 @@
 """How a segment keeps its vectors on disk (#17 item 4): sentence vectors as int8 codes,
-and files an older version wrote (float16 sentence vectors) still read and merged."""
+passage vectors of a segment with an ANN index as float16, and files an older version
+wrote (float16 sentence vectors, float32 passage vectors) still read and merged."""
 
 from __future__ import annotations
 
@@ -44,11 +45,43 @@ def test_int8_codes_round_trip_within_a_small_cosine_error() -> None:
     assert decode_unit(old) is old
 
 
+def test_float16_rescoring_equals_float32_within_tolerance(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One ANN file, its candidates re-scored from float16 rows (the new format) or from
+    float32 rows (an older index): the same rows, scores within 1e-3."""
+    monkeypatch.setattr(vx, "ANN_MIN_ROWS", 1000)
+    rng = np.random.default_rng(4)
+    basis = rng.standard_normal((8, 64))
+    x = _unit(rng.standard_normal((5000, 8)) @ basis + 0.05 * rng.standard_normal((5000, 64)))
+    half, full = tmp_path / "seg-000001.npy", tmp_path / "old" / "seg-000001.npy"
+    full.parent.mkdir()
+    vx.save_vectors(half, x)
+    vx.save_vectors(full, x, np.float32)
+    assert vx.load_vectors(half).dtype == np.float16 and vx.load_vectors(full).dtype == np.float32
+    spec = vx.write_ann(half)  # built from the float16 file, a chunk at a time
+    assert spec is not None
+    vx.ann_path(full).write_bytes(vx.ann_path(half).read_bytes())
+    live = np.ones(len(x), dtype=bool)
+    segs = [vx.VectorSegment("s", vx.load_vectors(p), live, ann=spec) for p in (half, full)]
+    assert all(s.search_method == "ann" for s in segs)
+    same = 0
+    for q in _unit(x[rng.integers(0, len(x), 40)] + 0.3 * rng.standard_normal((40, 64))):
+        (s16, r16), (s32, r32) = (s.search(q, 10) for s in segs)
+        np.testing.assert_allclose(s16, s32, atol=1e-3)
+        np.testing.assert_allclose(s32[0], x[r32[0]] @ q, atol=1e-5)
+        same += len(set(r16[0].tolist()) & set(r32[0].tolist()))
+    assert same >= 0.98 * 40 * 10  # only near-ties may swap at the tenth place
+
+
 def _rewrite_as_older_version(gen: Path) -> None:
     """Rewrite a generation's vector files as the version before this format wrote them:
-    sentence vectors float16."""
+    sentence vectors float16, passage vectors float32."""
     for f in gen.glob("seg-*.sentvec.npy"):
         np.save(f, decode_unit(np.load(f)).astype(np.float16))
+    for f in gen.glob("seg-*.npy"):
+        if f.name.count(".") == 1:  # seg-N.npy: the passage vectors
+            np.save(f, np.load(f).astype(np.float32))
 
 
 def _corpus(n: int, offset: int = 0) -> list[Article]:
@@ -70,7 +103,7 @@ def test_an_older_index_reads_and_merges_into_the_new_format(
     """The first write's files rewritten as the older version wrote them; a second write
     merges them with a new segment into one with an ANN index. Searches, documents and
     sentence vectors agree with an index written in the new format throughout."""
-    monkeypatch.setattr(vx, "ANN_MIN_ROWS", 150)
+    monkeypatch.setattr(vx, "ANN_MIN_ROWS", 50)  # both writes get an ANN index
     monkeypatch.setattr(local_write, "MERGE_FANOUT", 2)
     batches = [_corpus(60), _corpus(60, offset=100)]
     new, old = tmp_path / "new", tmp_path / "old"
@@ -92,9 +125,14 @@ def test_an_older_index_reads_and_merges_into_the_new_format(
         gen = old / (old / "CURRENT").read_text().strip()
         sentvec = {np.load(f).dtype for f in gen.glob("seg-*.sentvec.npy")}
         assert sentvec == ({np.dtype(np.float16)} if step == 1 else {np.dtype(np.int8)})
+        passage = {np.load(f).dtype for f in gen.glob("seg-*.npy") if f.name.count(".") == 1}
+        assert passage == ({np.dtype(np.float32)} if step == 1 else {np.dtype(np.float16)})
+        assert len(list(gen.glob("seg-*.faiss"))) == 1
         (want_hits, want_vecs), (got_hits, got_vecs) = seen(new), seen(old)
         assert got_hits == want_hits
         for d in ids:
             np.testing.assert_allclose(got_vecs[d], want_vecs[d], atol=2e-3)
     segments = json.loads((gen / "manifest.json").read_text())["segments"]
-    assert len(segments) == 1 and segments[0]["rows"] >= 150
+    assert len(segments) == 1 and segments[0]["rows"] > 150 and "ann" in segments[0]
+    name = segments[0]["name"]
+    assert np.load(gen / f"{name}.npy").dtype == np.float16 and (gen / f"{name}.faiss").exists()

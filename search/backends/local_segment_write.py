@@ -19,7 +19,7 @@ import numpy as np
 from ..facets import entity_group
 from ..types import Article
 from ..vector_codes import encode_unit, to_codes
-from ..vectors import AnnSpec, save_npy, save_vectors, write_ann
+from ..vectors import AnnSpec, save_npy, save_vectors, stored_dtype, write_ann
 from .local_segment_format import ENRICH, RECORD, RECORD_FIELDS, ROW, SEGMENT_SUFFIXES, SENT, TEXT
 
 if TYPE_CHECKING:
@@ -236,7 +236,7 @@ def merge_segments(
     dim, sv_dim, mh_dim = max(dim, 0), max(sv_dim, 0), max(mh_dim, 0)
     base = gen_dir / name
     outs = {
-        "vec": _Npy(gen_dir / f"{name}.npy", np.float32, (rows, dim)),
+        "vec": _Npy(gen_dir / f"{name}.npy", stored_dtype(rows), (rows, dim)),
         "off": _Npy(Path(f"{base}.store.npy"), np.int64, (docs + 1, 5)),
         "spans": _Npy(Path(f"{base}.spans.npy"), np.int32, (rows, 2)),
         "sents": _Npy(Path(f"{base}.sents.npy"), np.int32, (n_sents, 2)),

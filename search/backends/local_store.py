@@ -4,7 +4,9 @@ A segment is what one write (or one merge) adds; it is never modified, so index
 generations share it through hard links and a process loads it once. Files of
 segment ``seg-N`` (plain numpy and bytes, no pickle):
 
-``.npy``          float32 [rows, dim] passage vectors (:mod:`search.vectors`), memory-mapped
+``.npy``          [rows, dim] passage vectors (:mod:`search.vectors`), memory-mapped: float16
+                  when the segment has an ANN index (its floats only re-score candidates),
+                  float32 otherwise (older indexes: float32 always; :mod:`search.vector_codes`)
 ``.faiss``        its ANN index, when the segment is large enough (:mod:`search.vectors`)
 ``.store.bin``    per article: its text (UTF-8), then a JSON record of what a document
                   record shows, then a JSON record of its entities and sentence spans
