@@ -1,11 +1,13 @@
-"""How a segment keeps its vectors on disk (#17 item 4): sentence vectors as int8 codes,
-passage vectors of a segment with an ANN index as float16, and files an older version
-wrote (float16 sentence vectors, float32 passage vectors) still read and merged."""
+"""How a segment keeps its vectors and articles on disk (#17 item 4): sentence vectors as
+int8 codes, passage vectors of a segment with an ANN index as float16, an article's parts
+compressed; and files an older version wrote (float16 sentence vectors, float32 passage
+vectors, parts as they are) still read and merged."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -13,6 +15,7 @@ from test_store import article, tagger
 
 from search import vectors as vx
 from search.backends import local_write
+from search.backends.local_segment_format import PACKED, pack, unpack
 from search.embed import HashEmbedder
 from search.engine import Engine
 from search.types import Article
@@ -75,13 +78,36 @@ def test_float16_rescoring_equals_float32_within_tolerance(
 
 
 def _rewrite_as_older_version(gen: Path) -> None:
-    """Rewrite a generation's vector files as the version before this format wrote them:
-    sentence vectors float16, passage vectors float32."""
+    """Rewrite a generation's files as the version before this format wrote them: sentence
+    vectors float16, passage vectors float32, an article's text and records uncompressed."""
     for f in gen.glob("seg-*.sentvec.npy"):
         np.save(f, decode_unit(np.load(f)).astype(np.float16))
     for f in gen.glob("seg-*.npy"):
         if f.name.count(".") == 1:  # seg-N.npy: the passage vectors
             np.save(f, np.load(f).astype(np.float32))
+    for f in gen.glob("seg-*.store.npy"):
+        off, data = np.load(f), f.with_suffix(".bin").read_bytes()
+        out, new = bytearray(), off.copy()
+        for d in range(len(off) - 1):
+            ends = [*off[d, :3].tolist(), int(off[d + 1, 0])]
+            new[d, :3] = [
+                len(out) + sum(len(unpack(data[a:b])) for a, b in zip(ends[:i], ends[1 : i + 1]))
+                for i in range(3)
+            ]
+            out += b"".join(unpack(data[a:b]) for a, b in zip(ends, ends[1:]))
+        new[-1, :3] = len(out)
+        assert len(out) > len(data)  # the new format had compressed parts
+        f.with_suffix(".bin").write_bytes(bytes(out))
+        np.save(f, new)
+
+
+def _approx(obj: Any) -> Any:
+    """``obj`` with every float compared within 1e-3 (scores read float16 rows in one index)."""
+    if isinstance(obj, float):
+        return pytest.approx(obj, abs=1e-3)
+    if isinstance(obj, dict):
+        return {k: _approx(v) for k, v in obj.items()}
+    return [_approx(v) for v in obj] if isinstance(obj, list) else obj
 
 
 def _corpus(n: int, offset: int = 0) -> list[Article]:
@@ -107,16 +133,19 @@ def test_an_older_index_reads_and_merges_into_the_new_format(
     monkeypatch.setattr(local_write, "MERGE_FANOUT", 2)
     batches = [_corpus(60), _corpus(60, offset=100)]
     new, old = tmp_path / "new", tmp_path / "old"
-    ids = [a.id for a in batches[0]]
 
-    def seen(path: Path) -> tuple[list[list[str]], dict[str, np.ndarray]]:
+    def seen(path: Path, step: int) -> tuple[list[Any], dict[str, np.ndarray]]:
         with Engine.open(path, embedder=HashEmbedder()) as e:
-            hits = [
+            hits: list[Any] = [
                 [h.passage.id for h in e.search(q, k=8, mode=m)]
                 for q in ("penalty header", "keeper derby corner", "Player12 Scored")
                 for m in ("dense", "hybrid")
             ]
-            vecs = {d.id: np.asarray(d.sentence_vectors, np.float32) for d in map(e.get_document, ids)}
+            docs = [e.get_document(a.id) for b in batches[:step] for a in b]
+            hits += [(d.id, d.title, d.text, d.metadata, d.entities, d.sentences) for d in docs]
+            hits += [e.passages_of(d.id) for d in docs]
+            hits.append(_approx({**e.ask("who scored the penalty").to_dict(), "took_ms": 0}))
+            vecs = {d.id: np.asarray(d.sentence_vectors, np.float32) for d in docs}
         return hits, vecs
 
     for step in (1, 2):  # older files read as they are; then merged with a new segment
@@ -128,11 +157,22 @@ def test_an_older_index_reads_and_merges_into_the_new_format(
         passage = {np.load(f).dtype for f in gen.glob("seg-*.npy") if f.name.count(".") == 1}
         assert passage == ({np.dtype(np.float32)} if step == 1 else {np.dtype(np.float16)})
         assert len(list(gen.glob("seg-*.faiss"))) == 1
-        (want_hits, want_vecs), (got_hits, got_vecs) = seen(new), seen(old)
+        (want_hits, want_vecs), (got_hits, got_vecs) = seen(new, step), seen(old, step)
         assert got_hits == want_hits
-        for d in ids:
+        assert got_vecs.keys() == want_vecs.keys() and len(got_vecs) == 60 * step
+        for d in want_vecs:
             np.testing.assert_allclose(got_vecs[d], want_vecs[d], atol=2e-3)
     segments = json.loads((gen / "manifest.json").read_text())["segments"]
     assert len(segments) == 1 and segments[0]["rows"] > 150 and "ann" in segments[0]
     name = segments[0]["name"]
     assert np.load(gen / f"{name}.npy").dtype == np.float16 and (gen / f"{name}.faiss").exists()
+
+
+def test_an_article_part_is_compressed_when_that_is_shorter() -> None:
+    text = ("Lautaro Martinez headed home the winner in the 92nd minute. " * 20).encode()
+    packed = pack(text)
+    assert packed[0] == PACKED and len(packed) < len(text) / 4 and unpack(packed) == text
+    for raw in (b"", b'{"id":"a"}', "Été à Zürich".encode(), np.random.default_rng(0).bytes(500)):
+        assert pack(raw) == raw and unpack(raw) == raw  # too short, or nothing to gain: as it is
+    # an uncompressed part never starts with the marker: UTF-8 text and JSON cannot
+    assert all(PACKED not in s.encode("utf-8", "surrogatepass")[:1] for s in ("\udcff", "\xff", "{"))
