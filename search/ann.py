@@ -40,6 +40,8 @@ CODES = ("SQ8", "SQ4", "SQfp16", "Flat")
 TRAIN_PER_LIST = 64
 TRAIN_MAX = 131_072
 MIN_PER_LIST = 39  # FAISS warns below this many training points a list
+#: Rows converted to float32 and added at a time when the vectors are stored in float16.
+ADD_ROWS = 65_536
 #: A filtered HNSW search walks the whole graph but keeps only allowed nodes, so its
 #: candidate list must grow as the filter narrows: ``ef / fraction``, up to this cap.
 #: Below ``vectors.EXACT_ALLOWED_ROWS`` allowed rows the exact path answers anyway.
@@ -133,12 +135,13 @@ def build(vectors: np.ndarray, spec: AnnSpec, threads: int = 1) -> tuple[Any, An
     Built on every core (``cores()``); searches then go back to ``threads``.
     """
     faiss = _faiss()
-    x = np.ascontiguousarray(vectors, dtype=np.float32)
+    x = vectors  # float32, or float16 rows (a merged segment's file) converted a chunk at a time
     n, dim = x.shape
     s = spec.resolved(n)
     index = faiss.index_factory(dim, s.factory(), faiss.METRIC_INNER_PRODUCT)
     want = min(TRAIN_MAX, max(s.nlist * TRAIN_PER_LIST, 8_192))
     sample = x if n <= want else x[np.sort(np.random.default_rng(0).choice(n, want, replace=False))]
+    sample = np.ascontiguousarray(sample, dtype=np.float32)
     if s.kind == "hnsw":
         index.hnsw.efConstruction = s.ef_construction
     else:
@@ -150,7 +153,11 @@ def build(vectors: np.ndarray, spec: AnnSpec, threads: int = 1) -> tuple[Any, An
     faiss.omp_set_num_threads(cores())
     try:
         index.train(sample)
-        index.add(x)
+        if x.dtype == np.float32:
+            index.add(np.ascontiguousarray(x))
+        else:  # never a whole float32 copy of a million rows in memory
+            for i in range(0, n, ADD_ROWS):
+                index.add(np.ascontiguousarray(x[i : i + ADD_ROWS], dtype=np.float32))
     finally:
         faiss.omp_set_num_threads(threads)
     set_defaults(index, s)

@@ -42,8 +42,10 @@ class Article:
     # named entities as (start, end, label) and sentence spans (start, end), headings left out.
     entities: list[tuple[int, int, str]] = field(default_factory=list)
     sentences: list[tuple[int, int]] = field(default_factory=list)
-    # float16 [len(sentences), dim], L2-normalised: each sentence's embedding, for the answer
-    # stage to compare with the question's (kept by the backends beside the text, not in to_dict).
+    # [len(sentences), dim], L2-normalised: each sentence's embedding, for the answer stage to
+    # compare with the question's (kept by the backends beside the text, not in to_dict):
+    # float32 from the local store's int8 codes (search.vector_codes), float16 from Milvus or
+    # an older local index.
     sentence_vectors: Any = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -1,7 +1,7 @@
 """Dense retrieval: passage vectors in immutable segments, searched exactly or with an ANN index.
 
-Each write adds a segment file (``float32 [rows, dim]``, saved with numpy,
-``allow_pickle=False``); a segment is never modified, so index generations can share
+Each write adds a segment file (``float32 [rows, dim]``, or float16 for a segment with an
+ANN index: :mod:`search.vector_codes`; saved with numpy, ``allow_pickle=False``); a segment is never modified, so index generations can share
 it through hard links. Rows whose passages were removed or replaced are masked out, so
 they never come back from a search. Small segments are merged by the writer (LSM-style)
 so a query searches only a handful.
@@ -20,8 +20,8 @@ How a segment is searched depends on its size (``search_method``):
     The index :mod:`search.ann` describes (``DEFAULT_ANN`` for a new index: see the
     measurements beside it), built once at write time by :func:`write_ann` for segments
     of at least ``ANN_MIN_ROWS`` rows. It holds 8-bit codes, not floats; its candidates
-    are re-scored exactly from the memory-mapped ``.npy``, so every vector is stored
-    once as floats. A reader never builds one: a large segment without its file is
+    are re-scored exactly from the ``.npy`` (float16 rows, summed in float32), so every
+    vector is stored once as floats. A reader never builds one: a large segment without its file is
     searched exactly, which is slower but never wrong.
 
 Liveness masks apply to every method: numpy masks scores, FAISS takes an
@@ -40,6 +40,7 @@ import numpy as np
 
 from . import ann
 from .ann import AnnSpec
+from .vector_codes import passage_dtype
 
 log = logging.getLogger(__name__)
 
@@ -75,9 +76,17 @@ def _faiss() -> Any:  # faiss costs 0.1-0.3 s to import: only when FAISS is used
     return faiss
 
 
-def save_vectors(path: Path, vectors: np.ndarray) -> None:
-    """Write a segment's vectors atomically (temp file, then rename)."""
-    save_npy(path, np.ascontiguousarray(vectors, dtype=np.float32))
+def save_vectors(path: Path, vectors: np.ndarray, dtype: Any = None) -> None:
+    """Write a segment's vectors atomically (temp file, then rename), in ``dtype``: by
+    default float16 when the segment is large enough for an ANN index, else float32
+    (:func:`search.vector_codes.passage_dtype`)."""
+    dt = stored_dtype(len(vectors)) if dtype is None else np.dtype(dtype)
+    save_npy(path, np.ascontiguousarray(vectors, dtype=dt))
+
+
+def stored_dtype(rows: int) -> np.dtype:
+    """The dtype a segment of ``rows`` passage vectors is written in (float16 with an ANN)."""
+    return passage_dtype(rows, ANN_MIN_ROWS)
 
 
 def save_npy(path: Path, arr: np.ndarray) -> None:
@@ -186,7 +195,8 @@ def _numpy_top(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact top ``k`` by inner product, ties by row: what IndexFlatIP returns."""
     # einsum, not ``vectors @ q``: the same sums without BLAS's thread pool (see QUERY_THREADS).
-    scores = np.einsum("ij,j->i", vectors, q)
+    # float16 rows (a segment written for an ANN whose index is missing) are summed in float32.
+    scores = np.einsum("ij,j->i", np.asarray(vectors, dtype=np.float32), q)
     if live is not None:
         scores = np.where(live, scores, -np.inf)
     n = len(scores)

@@ -158,3 +158,45 @@ def test_a_program_that_seeds_random_can_write_twice(tmp_path: Path) -> None:
     ix = lx.LexicalIndex(path)
     assert ix.doc_count() == 2
     ix.close()
+
+
+def test_passage_ids_are_stored_not_indexed_and_an_older_schema_still_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``pid`` is stored only (#17 item 4: an indexed ID field cost a term a passage); an
+    index created when it was also indexed scores, deletes and searches through whoosh alike."""
+    from whoosh import fields
+
+    from search import lexical_writer
+
+    build(tmp_path / "new", DOCS).close()
+
+    current = lexical_writer.make_schema
+
+    def older_schema() -> fields.Schema:
+        s = current()
+        s.remove("pid")
+        s.add("pid", fields.ID(stored=True, unique=True))
+        return s
+
+    with monkeypatch.context() as m:
+        m.setattr(lexical_writer, "make_schema", older_schema)
+        build(tmp_path / "old", DOCS).close()
+    for path in (tmp_path / "new", tmp_path / "old"):
+        w = lx.LexicalWriter(path)
+        assert w.delete_doc("p3", {"p3": " ".join(analyze(DOCS["p3"]))}) == 1
+        w.add("p6", "p6", " ".join(analyze("Kane missed a penalty.")))
+        w.commit(merge=False)
+    rest = {**{k: v for k, v in DOCS.items() if k != "p3"}, "p6": "Kane missed a penalty."}
+    for path in (tmp_path / "new", tmp_path / "old"):
+        ix = lx.LexicalIndex(path)
+        with ix._ix.reader() as r:  # the schema each index recorded, and its terms
+            assert ix._ix.schema["pid"].indexed == (path.name == "old")
+            pid_terms = sum(1 for field, _ in r.all_terms() if field == "pid")
+            assert pid_terms == (6 if path.name == "old" else 0)  # five, and one added
+        for q in ["who scored the winner", "equaliser Fernandez", "Kane penalty"]:
+            terms = query_terms(q)
+            want = reference_bm25(rest, terms)
+            assert ix.score_all(terms) == pytest.approx(want, rel=1e-6)
+            assert dict(ix.search_whoosh(terms, 10)) == pytest.approx(want, rel=1e-6)
+        ix.close()

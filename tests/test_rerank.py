@@ -128,9 +128,9 @@ def test_stored_units_are_the_passages_sentences_with_their_vectors(tmp_path: Pa
             spans = [(s, t) for s, t in art.sentences if s >= p.start and t <= p.end]
             want = np.stack([art.sentence_vectors[row[sp]] for sp in spans])
             assert np.array_equal(np.asarray(vecs), want)
-            assert np.allclose(
-                np.asarray(vecs[0], np.float32), HashEmbedder().encode([texts[0]])[0], atol=1e-3
-            )
+            # stored as int8 codes (search.vector_codes): within a code step of the model's
+            got, ref = np.asarray(vecs[0], np.float32), HashEmbedder().encode([texts[0]])[0]
+            assert np.abs(got - ref).max() <= np.abs(ref).max() / 127 and float(got @ ref) > 0.999
     finally:
         e.close()
 

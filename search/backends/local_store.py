@@ -4,10 +4,15 @@ A segment is what one write (or one merge) adds; it is never modified, so index
 generations share it through hard links and a process loads it once. Files of
 segment ``seg-N`` (plain numpy and bytes, no pickle):
 
-``.npy``          float32 [rows, dim] passage vectors (:mod:`search.vectors`), memory-mapped
+``.npy``          [rows, dim] passage vectors (:mod:`search.vectors`), memory-mapped: float16
+                  when the segment has an ANN index (its floats only re-score candidates),
+                  float32 otherwise (older indexes: float32 always; :mod:`search.vector_codes`)
 ``.faiss``        its ANN index, when the segment is large enough (:mod:`search.vectors`)
 ``.store.bin``    per article: its text (UTF-8), then a JSON record of what a document
-                  record shows, then a JSON record of its entities and sentence spans
+                  record shows, then a JSON record of its entities and sentence spans,
+                  zlib-compressed behind a 0xFF byte when that is shorter (an older index:
+                  as it is). Each of the three is read back through
+                  ``local_segment_format.unpack``, which tells by that first byte
 ``.store.npy``    int64 [docs + 1, 5]: where each article's text, record and enrichment start
                   in ``.store.bin``, its first passage row and its first sentence; the last
                   row holds the ends
@@ -15,7 +20,9 @@ segment ``seg-N`` (plain numpy and bytes, no pickle):
 ``.sents.npy``    int32 [n, 2] sentence spans of the passages; ``.sentoff.npy`` int64
                   [rows + 1] where each passage's sentences start
 ``.minhash.npy``  uint32 [docs, 128] near-duplicate signatures (or [docs, 0])
-``.sentvec.npy``  float16 [sentences, dim] the articles' sentence vectors, in article order
+``.sentvec.npy``  int8 [sentences, dim] the articles' sentence vectors, in article order:
+                  codes of unit vectors, read back re-normalised (:mod:`search.vector_codes`;
+                  an older index's float16 rows are read as they are)
 ``.ents.npy``     int32 [m] the people and teams each passage names (codes, by passage row),
                   ``.entoff.npy`` int64 [rows + 1], ``.ents.json`` the codes' [group, name]
 
@@ -41,8 +48,9 @@ import numpy as np
 
 from ..errors import IndexFormatError
 from ..types import Article
+from ..vector_codes import decode_unit
 from ..vectors import Rows, load_vectors
-from .local_segment_format import ENRICH, RECORD, ROW, SENT, TEXT
+from .local_segment_format import ENRICH, RECORD, ROW, SENT, TEXT, unpack
 
 # Re-exported: every public name this module had before the write side moved out (a patch of
 # COPY_BYTES takes effect on local_segment_write, where merges read it).
@@ -167,14 +175,14 @@ class Segment:
         got = self._texts.get(d)
         if got is None:
             a, b = int(self.offsets[d, TEXT]), int(self.offsets[d, RECORD])
-            got = self._read(a, b).decode("utf-8", "surrogatepass")
+            got = unpack(self._read(a, b)).decode("utf-8", "surrogatepass")
             self._texts.put(d, got)
         return got  # type: ignore[no-any-return]
 
     def record(self, d: int) -> dict[str, Any]:
         """Article ``d``'s record: id, title, source, url, dates, path, hash, metadata, added, duplicate_of."""
         a, b = int(self.offsets[d, RECORD]), int(self.offsets[d, ENRICH])
-        return json.loads(self._read(a, b))  # type: ignore[no-any-return]
+        return json.loads(unpack(self._read(a, b)))  # type: ignore[no-any-return]
 
     def article(self, d: int) -> Article:
         """Article ``d`` whole: text, record, entities, sentence spans and vectors (cached)."""
@@ -185,15 +193,21 @@ class Segment:
             int(x) for x in self.offsets[d, [TEXT, RECORD, ENRICH]].tolist() + [self.offsets[d + 1, TEXT]]
         )
         raw = self._read(a, e)
-        text = raw[: b - a].decode("utf-8", "surrogatepass")
-        rec = json.loads(raw[b - a : c - a])
-        enr = json.loads(raw[c - a :])
-        art = Article.from_dict(
-            {**rec, "text": text, "entities": enr.get("entities"), "sentences": enr.get("sentences")}
-        )
+        text = self._texts.get(d)  # a search read the passages' texts before their articles
+        if text is None:
+            text = unpack(raw[: b - a]).decode("utf-8", "surrogatepass")
+            self._texts.put(d, text)
+        rec = json.loads(unpack(raw[b - a : c - a]))
+        enr = json.loads(unpack(raw[c - a :]))
+        art = Article.from_dict({**rec, "text": text})
+        # The enrichment was written by write_segment as [start, end, label] and [start, end]
+        # lists: tupled as they are, without from_dict's per-field conversion (~6 us of an
+        # article's ~60 us read, at ~30 articles a search).
+        art.entities = list(map(tuple, enr.get("entities") or ()))
+        art.sentences = list(map(tuple, enr.get("sentences") or ()))
         s0, s1 = int(self.offsets[d, SENT]), int(self.offsets[d + 1, SENT])
         if s1 - s0 == len(art.sentences) and self.sentvec.ndim == 2 and self.sentvec.shape[1]:
-            art.sentence_vectors = self.sentvec[s0:s1]
+            art.sentence_vectors = decode_unit(self.sentvec[s0:s1])
         self._articles.put(d, art)
         return art
 
