@@ -29,6 +29,8 @@ from .embed import DIM, MODEL_ID, _check_batch_size, _check_texts, _length_order
 from .errors import MissingExtraError, SearchError
 
 log = logging.getLogger(__name__)
+#: How many times a local Ray is started before giving up (its raylet has a fixed 30 s to register).
+LOCAL_STARTS = 2
 
 Progress = Callable[[int], None]
 
@@ -102,11 +104,20 @@ class RayEmbedder:
             }
             if self.address is None:
                 kwargs["_node_ip_address"] = "127.0.0.1"  # a private, loopback-only Ray
-            try:
-                ray.init(address=self.address, **kwargs)
-            except Exception as e:  # Ray raises ConnectionError, RuntimeError, ValueError here
-                where = f"the Ray cluster at {self.address}" if self.address else "a local Ray"
-                raise SearchError(f"cannot start {where} ({type(e).__name__}: {e}): check --workers") from e
+            # A local Ray waits a fixed 30 s for its raylet to register, which a busy 2-core
+            # machine has missed: a second start usually succeeds.
+            for attempt in range(1 if self.address else LOCAL_STARTS):
+                try:
+                    ray.init(address=self.address, **kwargs)
+                    break
+                except Exception as e:  # Ray raises ConnectionError, RuntimeError, ValueError here
+                    ray.shutdown()
+                    if attempt + 1 < (1 if self.address else LOCAL_STARTS):
+                        continue
+                    where = f"the Ray cluster at {self.address}" if self.address else "a local Ray"
+                    raise SearchError(
+                        f"cannot start {where} ({type(e).__name__}: {e}): check --workers"
+                    ) from e
             self._started = self.address is None
         ctx = ray.data.DataContext.get_current()
         ctx.enable_progress_bars = False  # the engine reports progress itself

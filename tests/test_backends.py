@@ -8,6 +8,7 @@ cannot start. Scores are never compared by value or sign, only ranks and content
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -319,3 +320,24 @@ def test_ray_embedder_matches_single_process(tmp_path: Path) -> None:
         e.add([A, B])
         assert e.search("who headed home the winner", k=1)[0].passage.doc_id == "a.txt"
         e.close()
+
+
+def test_a_local_ray_that_times_out_at_start_is_started_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ray gives its raylet a fixed 30 s to register; a busy machine misses it once."""
+    ray = pytest.importorskip("ray")
+    pytest.importorskip("ray.data", reason="Ray Data is not installed (pip install 'search[ray]')")
+    from search.ray_embed import RayEmbedder
+
+    real, calls = ray.init, []
+
+    def flaky(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            raise Exception("The current node timed out during startup.")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ray, "init", flaky)
+    texts = ["Gordon scored.", "Martinez headed the winner."]
+    with RayEmbedder("hash", actors=1, cpus_per_actor=1) as emb:
+        assert np.array_equal(emb.encode(texts), HashEmbedder().encode(texts))
+    assert len(calls) == 2
