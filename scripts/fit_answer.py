@@ -18,7 +18,8 @@ For each question the answer stages run as `search ask` runs them. Then:
 3. the confidence, a logistic regression over the out-of-fold winner's probability,
    margin, support and sentence, is fitted on whether that winner was right; its
    threshold is the lowest confidence at which the short answers given keep the asked
-   precision, a question no article answers counting as wrong whenever it gets one;
+   precision, a question no article answers counting as wrong whenever it gets one (the
+   median of that threshold over bootstrap resamples of the questions, as it is noisy);
 4. the ranker is refitted on every question, and the three files are written.
 """
 
@@ -223,12 +224,15 @@ def fit_confidence(
         c[cfold == f] = 1 / (1 + np.exp(-(x[cfold == f] @ fw + fb)))
     cw, cb = logistic(x, y, np.ones(len(y)), args.conf_l2)
     order = np.argsort(-c, kind="stable")
-    threshold, shown, right = 1.0, 0, 0
-    for i, j in enumerate(order, 1):
-        right += int(y[j])
-        if right / i >= args.precision and i >= args.min_shown:
-            threshold, shown = float(c[j]), i
-    good = int(y[order[:shown]].sum()) if shown else 0
+    # Near the asked precision the curve is flat, so the lowest threshold that keeps it jumps
+    # with a question or two; the median of that rule over bootstrap resamples is steadier.
+    rng = np.random.default_rng(0)
+    picks = [
+        _threshold(c[s], y[s], args) for s in (rng.integers(0, len(y), len(y)) for _ in range(args.boot))
+    ]
+    threshold = float(np.median(picks)) if args.boot else _threshold(c, y, args)
+    shown = int((c >= threshold).sum())
+    good = int(y[c >= threshold].sum())
     for j in order[: args.show]:
         qid, top = ids[j]
         text, values, answers = TEXTS.get(qid, ("", [], []))
@@ -246,6 +250,17 @@ def fit_confidence(
     return cw, cb, threshold
 
 
+def _threshold(c: np.ndarray, y: np.ndarray, args: argparse.Namespace) -> float:
+    """The lowest confidence at which the short answers given keep the asked precision."""
+    order = np.argsort(-c, kind="stable")
+    threshold, right = 1.0, 0
+    for i, j in enumerate(order, 1):
+        right += int(y[j])
+        if right / i >= args.precision and i >= args.min_shown:
+            threshold = float(c[j])
+    return threshold
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("pairs", nargs="*", help="INDEX:QUESTIONS.jsonl")
@@ -255,6 +270,7 @@ def main() -> None:
     ap.add_argument("--dry-run", action="store_true", help="report, write nothing")
     ap.add_argument("--conf-l2", type=float, default=0.05)
     ap.add_argument("--min-shown", type=int, default=10, help="ignore the noisy top of the precision curve")
+    ap.add_argument("--boot", type=int, default=200, help="bootstrap resamples for the threshold (0: none)")
     ap.add_argument("--show", type=int, default=0, help="print the N most confident questions")
     ap.add_argument("--objective", choices=["choice", "pointwise"], default="choice")
     args = ap.parse_args()

@@ -465,7 +465,7 @@ def test_a_contradicting_value_is_judged_by_the_clause_around_it() -> None:
     "Monday" are about the final, so "Monday" contradicts "Sunday"; the sentence as a whole
     is mostly about something else."""
     from search.answer.agreement import Cluster, idf_of, same_event
-    from search.answer.candidates import Sent, _keyset
+    from search.answer.candidates import Sent, keyset
     from search.answer.typed import Candidate
 
     text_ref = "Argentina will face Spain in the World Cup final at MetLife Stadium on Sunday."
@@ -476,8 +476,8 @@ def test_a_contradicting_value_is_judged_by_the_clause_around_it() -> None:
     )
     a = Article(id="a.txt", title="", text=text_ref)
     b = Article(id="b.txt", title="", text=text_other)
-    s_ref = Sent("a.txt", 0, len(text_ref), text_ref, 1, a, keys=_keyset(text_ref))
-    s_other = Sent("b.txt", 0, len(text_other), text_other, 2, b, keys=_keyset(text_other))
+    s_ref = Sent("a.txt", 0, len(text_ref), text_ref, 1, a, keys=keyset(text_ref))
+    s_other = Sent("b.txt", 0, len(text_other), text_other, 2, b, keys=keyset(text_other))
     ref = Cluster(key="sunday")
     c = Candidate("Sunday", text_ref.index("Sunday"), len(text_ref) - 1, "DATE", s_ref, 1.0)
     ref.members.append(c)
@@ -511,3 +511,44 @@ def test_every_club_line_is_a_name_or_a_name_and_a_label() -> None:
     assert len(teams) > 200
     assert {p["label"] for p in teams} <= {"ORG", "GPE"}
     assert all(p["pattern"] == p["pattern"].strip() and p["pattern"] for p in teams)
+
+
+def test_a_truncated_age_a_year_and_a_name_with_an_apostrophe_are_not_answers() -> None:
+    """The model tags "22-year" inside "22-year-old": no duration; "2022" is no age; "Martin
+    O'Neill" is the question's own subject however the apostrophe splits his name."""
+    arts = [
+        article(
+            "cech.txt",
+            "The 22-year-old Cech went 781 minutes without conceding a goal in 2022.",
+            [("22-year", "DATE"), ("Cech", "PERSON"), ("781 minutes", "TIME"), ("2022", "DATE")],
+        ),
+        article(
+            "oneill.txt",
+            "Martin O'Neill said the Bulgaria manager, Hristo Stoichkov, told him about the friendly.",
+            [("Martin O'Neill", "PERSON"), ("Bulgaria", "GPE"), ("Hristo Stoichkov", "PERSON")],
+        ),
+    ]
+    d = decide("how long did Cech go without conceding", hits_of(arts[:1]), FakeEngine(arts[:1]))
+    assert all("22-year" not in c.text for cl in d.clusters for c in cl.members)
+    d = decide("how old is Cech", hits_of(arts[:1]), FakeEngine(arts[:1]))
+    assert all(c.text != "2022" for cl in d.clusters for c in cl.members)
+    d = decide(
+        "who is the Bulgaria manager that told O'Neill about the friendly",
+        hits_of(arts[1:]),
+        FakeEngine(arts[1:]),
+    )
+    assert [cl.text for cl in d.clusters] == ["Hristo Stoichkov"]
+
+
+def test_a_role_word_the_model_took_into_a_name_is_trimmed() -> None:
+    arts = [
+        article(
+            "poll.txt",
+            "Keeper Petr Cech was organising his wall when referee Graham Poll let Henry take the free-kick.",
+            [("Keeper Petr Cech", "PERSON"), ("Graham Poll", "PERSON"), ("Henry", "PERSON")],
+        )
+    ]
+    q = analyse("who let Henry take the quick free-kick against Chelsea")
+    sents, _ = collect(q, hits_of(arts), FakeEngine(arts).get_document)
+    texts = {c.text for c in candidates(q, sents)}
+    assert "Petr Cech" in texts and "Keeper Petr Cech" not in texts

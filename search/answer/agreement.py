@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .candidates import Sent, _keyset
+from .candidates import Sent, keyset
 from .typed import Candidate, fold
 
 AGREE = 0.35
@@ -130,7 +130,7 @@ def same_event(
         if value and i >= 0:
             lo = s.text.rfind(" ", 0, max(0, i - NEAR_CHARS)) + 1
             hi = s.text.find(" ", min(len(s.text), i + len(value) + NEAR_CHARS))
-            keys = _keyset(s.text[lo : hi if hi >= 0 else len(s.text)])
+            keys = keyset(s.text[lo : hi if hi >= 0 else len(s.text)])
         return _overlap(keys, ctx, idf, own) >= SAME_EVENT
 
     return same

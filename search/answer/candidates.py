@@ -197,7 +197,7 @@ def _meaning(sents: list[Sent], qvec: np.ndarray) -> None:
 
 
 @lru_cache(maxsize=1 << 15)
-def _keyset(text: str) -> frozenset[str]:
+def keyset(text: str) -> frozenset[str]:
     return frozenset(k for k, _ in _keyed(text))
 
 
@@ -235,7 +235,7 @@ def _focus_fit(s: Sent, missing: list[str], n_focus: int) -> float:
 
 def _score(q: QuestionInfo, sents: list[Sent], focus: list[str]) -> None:
     keyed = [_keyed(s.text) for s in sents]
-    keysets = [_keyset(s.text) for s in sents]
+    keysets = [keyset(s.text) for s in sents]
     n = len(sents) or 1
     want = {_key(t): 1.0 for t in q.terms}
     for t in q.related:

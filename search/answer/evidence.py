@@ -21,7 +21,7 @@ from typing import Any
 
 from .candidates import Sent, rank_prior
 from .question import QuestionInfo
-from .typed import fold, proximity, words_of
+from .typed import AFTER, fold, proximity, words_of
 
 FEATURES = (
     "lex",  # share of the question's words it states
@@ -76,7 +76,9 @@ def features(q: QuestionInfo, sents: list[Sent]) -> list[dict[str, float]]:
         a = s.article
         pos = positions.setdefault(a.id, {start: i for i, (start, _) in enumerate(a.sentences)})
         typed = [
-            (q.fit(lb, a.text[x:y]), x, y) for x, y, lb in s.ents if not (words_of(a.text[x:y]) & qwords)
+            (q.fit(lb, a.text[x:y], a.text[y : y + AFTER]), x, y)
+            for x, y, lb in s.ents
+            if not (words_of(a.text[x:y]) & qwords)
         ]
         fits = [f for f, _, _ in typed]
         i = pos.get(s.start)

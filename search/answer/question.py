@@ -43,13 +43,14 @@ class QuestionInfo:
     tense: str  # "future", "past" or "present"
     counted: str = ""  # the noun a "how many" question counts ("goals"), as an index term
 
-    def fit(self, label: str, text: str = "") -> float:
+    def fit(self, label: str, text: str = "", after: str = "") -> float:
         """How well an entity answers this question: its label's fit to the type, or a
         full fit for a label that states a count of what a "how many" question counts
-        (the table's ``counted_labels``: "twice" for "how many times")."""
+        (the table's ``counted_labels``: "twice" for "how many times"). ``after`` is the
+        article's text just after the entity."""
         if self.counted and label in table().get("counted_labels", {}).get(self.counted[:5], ()):
             return 1.0
-        return label_fit(self.atype, label, text)
+        return label_fit(self.atype, label, text, after)
 
     @property
     def single(self) -> bool:
@@ -107,12 +108,16 @@ def analyse(question: str) -> QuestionInfo:
 
 
 @lru_cache(maxsize=1 << 16)
-def label_fit(atype: str, label: str, text: str = "") -> float:
-    """How well an entity label (and its text) answers this type (0 when it cannot)."""
+def label_fit(atype: str, label: str, text: str = "", after: str = "") -> float:
+    """How well an entity label (and its text, and the text just after it) answers this
+    type (0 when it cannot)."""
     if text and text.lower() in excluded(atype):
         return 0.0
     rx = table().get("not_of_type_pattern", {}).get(atype)
     if text and rx and re.search(rx, text.lower()):
+        return 0.0
+    rx = table().get("not_of_type_after", {}).get(atype)
+    if after and rx and re.search(rx, after.lower()):
         return 0.0
     return float(table()["labels"].get(atype, {}).get(label, 0.0))
 

@@ -8,12 +8,14 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from importlib import resources
 
 from ..text import term
 from .candidates import Sent
 from .question import QuestionInfo, table
 
 PROXIMITY_WORDS = 12
+AFTER = 12  # characters after an entity that the table's "not_of_type_after" reads
 ANCHOR_FIT = 0.9  # closeness to a focus word says less than closeness to a predicate word
 COUNT_MISS = 0.4  # a number not followed by what the question counts
 _WORD_RE = re.compile(r"[^\W_]+")  # an entity this many words from the question's matched words counts half
@@ -26,6 +28,17 @@ _NUMBERISH = re.compile(
     r"hundred|thousand|half|first|second|third|fourth|fifth|stoppage|injury|added|once|twice|thrice)\b",
     re.I,
 )
+
+
+@lru_cache(maxsize=1)
+def _role_rx() -> re.Pattern[str]:
+    """The role words (``data/football_roles.txt``) that the model sometimes takes into a
+    name ("Keeper Petr Cech"), to trim from it."""
+    raw = resources.files("search.data").joinpath("football_roles.txt").read_text(encoding="utf-8")
+    words = sorted(
+        (x.strip() for x in raw.splitlines() if x.strip() and not x.startswith("#")), key=len, reverse=True
+    )
+    return re.compile(r"(?:" + "|".join(re.escape(w) for w in words) + r")\b", re.I)
 
 
 @dataclass
@@ -46,9 +59,15 @@ def fold(s: str) -> str:
     return "".join(c for c in s if not unicodedata.combining(c)).lower().replace("’", "'")
 
 
+_JOINED = re.compile(r"[^\W_]+(?:'[^\W_]+)+")
+
+
 @lru_cache(maxsize=1 << 16)
 def words_of(s: str) -> frozenset[str]:
-    return frozenset(re.findall(r"[^\W_]+", fold(s)))
+    """Its folded words, and each word with an apostrophe also whole: "Martin O'Neill" holds
+    "o'neill", as the question's own words keep it, so the question's subject is not its answer."""
+    f = fold(s)
+    return frozenset(re.findall(r"[^\W_]+", f)) | frozenset(_JOINED.findall(f))
 
 
 def _trim(text: str, start: int, end: int) -> tuple[int, int]:
@@ -56,6 +75,9 @@ def _trim(text: str, start: int, end: int) -> tuple[int, int]:
     m = _LEAD_THE.match(span)
     if m:
         start += m.end()
+    m = _role_rx().match(text, start, end)
+    if m and text[m.end() : m.end() + 1] == " " and m.end() + 1 < end:
+        start = m.end() + 1  # "Keeper Petr Cech": the model took the role into the name
     p = _POSSESSIVE.search(text[start:end])
     if p and p.start() > 0:
         end = start + p.start()
@@ -81,7 +103,7 @@ def candidates(q: QuestionInfo, sents: list[Sent]) -> list[Candidate]:
         for a, b, label in s.ents:
             a, b = _trim(s.article.text, a, b)
             text = s.article.text[a:b]
-            fit = q.fit(label, text)
+            fit = q.fit(label, text, s.article.text[b : b + AFTER])
             if fit <= 0:
                 continue
             others = votes.get(fold(text), ())
