@@ -355,6 +355,7 @@ class Engine(Writes, Retrieves):
 
             # In bm25 mode no model is loaded (vec is None): the answer weighs words only.
             block = build_answer(question.strip(), hits, self, vec)
+            block.notice = block.notice or self.entity_notice()
         shown = hits[:k]
         if block is not None:
             cited = {s.passage_rank for s in block.sentences}
@@ -418,10 +419,28 @@ class Engine(Writes, Retrieves):
 
     def stats(self) -> dict[str, Any]:
         self._backend.refresh()
-        return self._backend.stats()
+        st = self._backend.stats()
+        note = self.entity_notice()
+        if note:
+            st["notice"] = note
+        return st
 
     def manifest(self) -> dict[str, Any]:
         return self._backend.manifest()
+
+    def entity_notice(self) -> str | None:
+        """What to do when some articles were tagged with entity patterns other than this
+        version's (``search/data``'s patterns and club list): the answers read the stored
+        labels, so they are only as current as the last ``search reindex``."""
+        from .enrich import info
+
+        got = (self.manifest().get("entities") or {}).get("patterns") or []
+        if all(p == info()["patterns"] for p in got):
+            return None
+        return (
+            "some articles were tagged with the entity patterns of another version: "
+            "run `search reindex` to tag them with this one's"
+        )
 
 
 def _env_confidence() -> float | None:

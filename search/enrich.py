@@ -16,6 +16,7 @@ import hashlib
 import logging
 import threading
 from collections.abc import Sequence
+from functools import cache
 from importlib import resources
 from typing import Any
 
@@ -53,6 +54,7 @@ def patterns() -> list[dict[str, Any]]:
     return out
 
 
+@cache
 def info() -> dict[str, str]:
     """What the manifest records about how entities were made."""
     digest = hashlib.sha256((patterns_text() + teams_text()).encode()).hexdigest()[:12]

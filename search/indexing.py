@@ -88,6 +88,7 @@ class Prepared:
     sentences: list[list[list[tuple[int, int]]]] = field(default_factory=list)
     vectors: np.ndarray | None = None
     embedding: dict[str, Any] = field(default_factory=dict)
+    entities: dict[str, Any] = field(default_factory=dict)  # how the entities were tagged (enrich.info())
 
 
 def chunk_and_tag(articles: list[Article], tagger: Any, clock: Clock) -> Prepared:
@@ -138,7 +139,7 @@ def encode(embedder: Any, prep: Prepared, clock: Clock, tick: Callable[[int], No
 
 
 def to_batch(prep: Prepared) -> WriteBatch:
-    batch = WriteBatch(embedding=prep.embedding)
+    batch = WriteBatch(embedding=prep.embedding, entities=prep.entities)
     vectors = prep.vectors if prep.vectors is not None else np.zeros((0, 0), np.float32)
     at = 0
     for a, ps, ss in zip(prep.articles, prep.passages, prep.sentences):
@@ -201,6 +202,7 @@ class CollectingSink:
         for name in ("articles", "passages", "vectors", "duplicate_of", "minhash", "sentences"):
             getattr(b, name).extend(getattr(batch, name))
         b.embedding = batch.embedding or b.embedding
+        b.entities = batch.entities or b.entities
 
     def finish(self, sources: list[str], write: bool) -> None:
         self.batch.sources = sources
@@ -274,8 +276,12 @@ def run(
     ``expected`` is about how many articles come (for the batch size and the progress
     totals), or None when that is not known: batches then grow to ``BATCH_ARTICLES``."""
     tagger = engine._tagger
+    tagged: dict[str, Any] = {}
     if tagger is None:
+        from .enrich import info
         from .enrich import tag as tagger
+
+        tagged = info()
     done_articles = 0
     done_passages = 0
     lock = threading.Lock()
@@ -309,6 +315,7 @@ def run(
             size = min(BATCH_ARTICLES, max(MIN_BATCH_ARTICLES, expected // PIPELINE_BATCHES))
         for chunk in batches(articles, size, grow=expected is None):
             prep = chunk_and_tag(chunk, tagger, clock)
+            prep.entities = tagged
             done_articles += len(chunk)
             if progress:
                 progress("ner", done_articles, max(expected or 0, done_articles))

@@ -204,6 +204,33 @@ def test_reopen_reads_without_reencoding(engine: Engine, tmp_path: Path) -> None
         e2.close()
 
 
+def test_entities_tagged_with_other_patterns_say_to_reindex(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The manifest records the entity patterns each write used; after a version whose club
+    list or patterns differ, ask and stats say to run `search reindex`, which clears it."""
+    import search.enrich as enrich
+
+    now = enrich.info()
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text(A.title + "\n\n" + A.text, encoding="utf-8")
+    engine.index([docs])
+    assert engine.manifest()["entities"]["patterns"] == [now["patterns"]]
+    assert engine.entity_notice() is None
+    with monkeypatch.context() as m:
+        m.setattr(enrich, "info", lambda: {"model": now["model"], "patterns": "older"})
+        engine.add([B])
+    assert engine.manifest()["entities"]["patterns"] == [now["patterns"], "older"]
+    note = engine.entity_notice()
+    assert note and "search reindex" in note
+    assert engine.ask("who equalised").answer.notice == note
+    assert engine.stats()["notice"] == note
+    engine.reindex()
+    assert engine.manifest()["entities"]["patterns"] == [now["patterns"]]
+    assert engine.entity_notice() is None and "notice" not in engine.stats()
+
+
 # -- Milvus only ----------------------------------------------------------------------------
 
 
@@ -326,6 +353,7 @@ def test_a_local_ray_that_times_out_at_start_is_started_again(monkeypatch: pytes
     """Ray gives its raylet a fixed 30 s to register; a busy machine misses it once."""
     ray = pytest.importorskip("ray")
     pytest.importorskip("ray.data", reason="Ray Data is not installed (pip install 'search[ray]')")
+    from search import ray_embed
     from search.ray_embed import RayEmbedder
 
     real, calls = ray.init, []
@@ -337,7 +365,9 @@ def test_a_local_ray_that_times_out_at_start_is_started_again(monkeypatch: pytes
         return real(*args, **kwargs)
 
     monkeypatch.setattr(ray, "init", flaky)
+    # The real start after the failed one may itself time out on a loaded machine: allow one more.
+    monkeypatch.setattr(ray_embed, "LOCAL_STARTS", ray_embed.LOCAL_STARTS + 1)
     texts = ["Gordon scored.", "Martinez headed the winner."]
     with RayEmbedder("hash", actors=1, cpus_per_actor=1) as emb:
         assert np.array_equal(emb.encode(texts), HashEmbedder().encode(texts))
-    assert len(calls) == 2
+    assert len(calls) >= 2  # the failed start was followed by another

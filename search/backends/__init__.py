@@ -71,6 +71,7 @@ class WriteBatch:
     sources: list[str] = field(default_factory=list)  # paths to record for `reindex`
     reset: bool = False  # drop every existing document first (a full rebuild)
     embedding: dict[str, Any] = field(default_factory=dict)  # how the vectors were made (embedder.info())
+    entities: dict[str, Any] = field(default_factory=dict)  # how the entities were tagged (enrich.info())
 
 
 class Reader(Protocol):
@@ -128,3 +129,19 @@ class Backend(Protocol):
     def stats(self) -> dict[str, Any]: ...
     def manifest(self) -> dict[str, Any]: ...
     def close(self) -> None: ...
+
+
+def record_entities(manifest: dict[str, Any], tagged: dict[str, Any], reset: bool) -> None:
+    """Note in ``manifest`` how a write's articles were tagged (``enrich.info()``): the
+    entity patterns of every write since the last rebuild, so that an engine with other
+    patterns can say the index needs ``search reindex``. A write by another tagger (a test's)
+    leaves no record; a rebuild starts the record again."""
+    if reset:
+        manifest.pop("entities", None)
+    if not tagged:
+        return
+    rec = manifest.get("entities") or {}
+    seen = list(rec.get("patterns") or [])
+    if tagged.get("patterns") not in seen:
+        seen.append(tagged.get("patterns"))
+    manifest["entities"] = {"model": tagged.get("model"), "patterns": seen}

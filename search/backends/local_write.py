@@ -26,7 +26,7 @@ from .. import lexical as lx
 from ..text import analyze, headline
 from ..types import Article
 from ..vectors import DEFAULT_ANN
-from . import WriteBatch
+from . import WriteBatch, record_entities
 from .local_gen import (
     CURRENT,
     _cleanup,
@@ -84,6 +84,7 @@ class GenerationWriter:
         self.written: list[str] = []  # segments this write added
         self._opened: dict[str, Segment] = {}  # a few segments not in the process's cache
         self.embedding: dict[str, Any] = {}
+        self.entities: dict[str, Any] = {}
         self.added_at = now_iso()
         self.done = False
 
@@ -161,6 +162,8 @@ class GenerationWriter:
         self.remove([a.id for a in articles if self.table.where(a.id) is not None])
         if batch.embedding:
             self.embedding = dict(batch.embedding)
+        if batch.entities:
+            self.entities = dict(batch.entities)
         from ..dedup import decode as dedup_decode
 
         name = f"seg-{self.manifest['next_segment']:06d}"
@@ -232,6 +235,7 @@ class GenerationWriter:
             m.setdefault("embedding", {}).update(
                 {k: v for k, v in self.embedding.items() if k not in ("model_id", "dim")}
             )
+        record_entities(m, self.entities, self.reset)
         m["segments"] = sorted(self.segments.values(), key=lambda s: s["name"])
         m["generation"] = self.number
         m["updated"] = now_iso()

@@ -191,6 +191,7 @@ class MilvusReads(MilvusStore):
             "size_bytes": size,
             "embedding": m.get("embedding"),
             "chunking": m.get("chunking"),
+            "entities": m.get("entities"),
             "bm25": m.get("bm25"),
             "created": m.get("created"),
             "updated": m.get("updated"),

@@ -20,7 +20,7 @@ from ..errors import IndexFormatError, IngestError
 from ..filters import merge_kinds
 from ..text import headline
 from ..types import Article
-from . import DocRecord, WriteBatch
+from . import DocRecord, WriteBatch, record_entities
 from .milvus_base import (
     IN_LIST,
     MANIFEST_KEY,
@@ -51,7 +51,8 @@ def _dedupe(batch: WriteBatch) -> WriteBatch:
     """Within one batch the last version of a document wins (as in the local backend)."""
     last = {a.id: i for i, a in enumerate(batch.articles)}
     keep = [i for i, a in enumerate(batch.articles) if last[a.id] == i]
-    return WriteBatch(
+    return dataclasses.replace(  # every other field (embedding, entities, ...) as it was
+        batch,
         articles=[batch.articles[i] for i in keep],
         passages=[batch.passages[i] for i in keep],
         vectors=[batch.vectors[i] for i in keep],
@@ -60,7 +61,6 @@ def _dedupe(batch: WriteBatch) -> WriteBatch:
         sentences=[batch.sentences[i] if i < len(batch.sentences) else [] for i in keep],
         remove=list(batch.remove),
         sources=list(batch.sources),
-        reset=batch.reset,
     )
 
 
@@ -185,6 +185,7 @@ class MilvusWrites(MilvusReads):
             counts = {"documents": len(batch.articles), "passages": len(prow)}
         manifest["counts"] = counts
         manifest["fields"] = kinds
+        record_entities(manifest, batch.entities, batch.reset)
         manifest["generation"] = int(manifest.get("generation", 1)) + 1
         manifest["updated"] = ts
         if batch.sources:

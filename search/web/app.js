@@ -199,6 +199,7 @@
         el("h2", { id: "answer-heading" }, "No answer found"),
         el("p", {}, "None of the passages below answers the question directly; they are the closest matches."),
       );
+      if (answer.notice) section.append(el("p", { class: "notice", role: "status" }, answer.notice));
       return section;
     }
     const conflicts = answer.conflicts || [];
@@ -212,6 +213,8 @@
     }
     // One wording on every face (the CLI, MCP and this page): the server's own summary.
     if (answer.text) section.append(el("p", { class: "support" }, answer.summary));
+    // How to fix the index when it is behind this version (stored entities, their patterns).
+    if (answer.notice) section.append(el("p", { class: "notice", role: "status" }, answer.notice));
     if (!conflicts.length) {
       section.append(evidenceList(answer.sentences, answer.text, byRank));
       return section;
