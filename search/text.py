@@ -138,6 +138,12 @@ def _words(text: str) -> Iterator[tuple[str, int, int]]:
             yield w, m.start(), m.end()
 
 
+def stable(text: str) -> bool:
+    """Whether analysing ``text`` reads it NFKC-normalised at its own offsets (a span of it
+    then analyses to the terms the whole gives over that span)."""
+    return len(unicodedata.normalize("NFKC", text)) == len(text)
+
+
 def analyze(text: str, stop: frozenset[str] = STOP_WORDS) -> list[str]:
     """Terms of ``text`` as the lexical index stores them."""
     return [term(w) for w, _, _ in _words(text) if w not in stop]

@@ -200,3 +200,38 @@ def test_passage_ids_are_stored_not_indexed_and_an_older_schema_still_reads(
             assert ix.score_all(terms) == pytest.approx(want, rel=1e-6)
             assert dict(ix.search_whoosh(terms, 10)) == pytest.approx(want, rel=1e-6)
         ix.close()
+
+
+def test_an_article_analysed_once_gives_each_passage_its_own_terms() -> None:
+    """The write analyses an article once and slices each passage's terms out: the same
+    terms as analysing each passage, the title and the whole on their own, including where
+    a word crosses a passage's edge or NFKC changes the text's length (which fall back)."""
+    from search.backends.local_write import _analysed, _doc_text
+    from search.chunk import chunk
+    from search.text import headline
+    from search.types import Article, Passage
+
+    seeds = sorted((Path(__file__).resolve().parent.parent / "seeds").glob("*.txt"))
+    arts = [Article(id=p.name, title="", text=p.read_text(encoding="utf-8")) for p in seeds]
+    arts.append(
+        Article(id="lig.txt", title="Oﬃcial", text="The ﬁnal whistle went. Messi's side won the ﬁnal.")
+    )
+    cases = [(a, chunk(a.id, a.text, target_chars=300, overlap=60)) for a in arts]
+    split = Article(id="cut.txt", title="Cut", text="Martinez headed home the winner in stoppage time.")
+    cases.append(
+        (
+            split,
+            [
+                Passage("cut.txt#0", "cut.txt", 0, 12, split.text[:12]),
+                Passage("cut.txt#1", "cut.txt", 12, 49, split.text[12:49]),
+            ],
+        )
+    )
+    for art, ps in cases:
+        old = (
+            " ".join(analyze(headline(art.title, art.text))),
+            [" ".join(analyze(p.text)) for p in ps],
+            _doc_text(art.title, art.text),
+        )
+        assert _analysed(art, ps) == old, art.id
+    assert len(cases) > 4 and all(len(ps) > 1 for _, ps in cases[:-2])

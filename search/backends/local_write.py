@@ -17,13 +17,14 @@ from __future__ import annotations
 import json
 import math
 import shutil
+from bisect import bisect_left
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .. import lexical as lx
-from ..text import analyze, headline
+from ..text import analyze, analyze_spans, headline, stable
 from ..types import Article
 from ..vectors import DEFAULT_ANN
 from . import WriteBatch, record_entities
@@ -47,6 +48,34 @@ MERGE_FANOUT = 8  # merge vector segments once this many share a size tier
 def _doc_text(title: str, text: str) -> str:
     """An article as the document-level index holds it: its title and whole text, analysed."""
     return " ".join(analyze(f"{headline(title, text)}\n{text}"))
+
+
+def _analysed(art: Article, passages: list[Any]) -> tuple[str, list[str], str]:
+    """The article's indexed title, passages and whole text, its words analysed once (a
+    passage is a span of the article, and passages overlap): the same terms as analysing
+    each on its own, which it falls back to where a word would cross a passage's edge or
+    Unicode normalisation would change the text's length."""
+    head = headline(art.title, art.text)
+    title = analyze(head)
+    spans = analyze_spans(art.text)
+    starts = [s for _, s, _ in spans]
+    out: list[str] = []
+    for p in passages:
+        lo, hi = bisect_left(starts, p.start), bisect_left(starts, p.end)
+        if (
+            (hi > lo and spans[hi - 1][2] > p.end)
+            or (lo > 0 and spans[lo - 1][2] > p.start)
+            or not stable(art.text)
+        ):
+            return (
+                " ".join(title),
+                [" ".join(analyze(q.text)) for q in passages],
+                _doc_text(art.title, art.text),
+            )
+        out.append(" ".join(t for t, _, _ in spans[lo:hi]))
+    if not stable(head):
+        return " ".join(title), out, _doc_text(art.title, art.text)
+    return " ".join(title), out, " ".join(title + [t for t, _, _ in spans])
 
 
 def _tier(rows: int) -> int:
@@ -192,10 +221,10 @@ class GenerationWriter:
         row = 0
         for i, art in enumerate(articles):
             ps = passages[i]
-            title = " ".join(analyze(headline(art.title, art.text)))
-            for p in ps:
-                w.add(p.id, p.doc_id, " ".join(analyze(p.text)), title)
-            dw.add(art.id, art.id, _doc_text(art.title, art.text))
+            title, texts, whole = _analysed(art, ps)
+            for p, text in zip(ps, texts):
+                w.add(p.id, p.doc_id, text, title)
+            dw.add(art.id, art.id, whole)
             self.table.add(
                 art.id,
                 name,
