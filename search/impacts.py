@@ -112,18 +112,23 @@ def _titled(t: Term, p: Params) -> bool:
 
 def contributions(q: Query, t: Term, p: Params) -> tuple[np.ndarray, np.ndarray]:
     """One term's score in every document it matches, over all segments at once (global
-    document numbers): a dozen numpy calls a term rather than a dozen a segment."""
+    document numbers): a dozen numpy calls a term rather than a dozen a segment.
+
+    The document numbers come back as ``np.intp``: they index the accumulator and the
+    length codes several times a term, and numpy converts an int32 index array to intp
+    on every fancy index (a scatter of 60k shares into the 1M-document accumulator took
+    0.52 ms with the stored int32 numbers and 0.14 ms with intp, #17)."""
     parts = [tp for _, tp in t.parts]
     bases = [q.segments[s][1] for s, _ in t.parts]
     title: tuple[np.ndarray, np.ndarray] | None = None
     if len(parts) == 1:
-        docs, tfx = parts[0].docs + bases[0], parts[0].tfx
+        docs, tfx = parts[0].docs.astype(np.intp) + bases[0], parts[0].tfx
         if _titled(t, p):
             title = parts[0].tpos, parts[0].ttf
     else:
         sizes = [len(tp.docs) for tp in parts]
-        docs = np.concatenate([tp.docs for tp in parts])
-        docs += np.repeat(np.array(bases, dtype=docs.dtype), sizes)
+        docs = np.concatenate([tp.docs for tp in parts], dtype=np.intp)
+        docs += np.repeat(np.array(bases, dtype=np.intp), sizes)
         tfx = np.concatenate([tp.tfx for tp in parts])
         if _titled(t, p):
             starts = np.cumsum([0, *sizes[:-1]])
@@ -327,8 +332,8 @@ def _look_up(q: Query, p: Params, t: Term, cand: np.ndarray, acc: np.ndarray) ->
             i = np.minimum(np.searchsorted(tp.tpos, found), len(tp.tpos) - 1)
             has = np.flatnonzero(tp.tpos[i] == found)
             sub = has, tp.ttf[i[has]]
-        d, c = _shares(tp.docs[found], tp.tfx[found], sub, seg.lens, t.weight, p)
-        acc[d + base] += c
+        d, c = _shares(tp.docs[found].astype(np.intp), tp.tfx[found], sub, seg.lens, t.weight, p)
+        acc[d + base] += c  # intp, as contributions(): an int32 index is converted each time
     return looked
 
 
