@@ -362,7 +362,9 @@ def all_scores(q: Query, p: Params, order: list[int] | None = None) -> tuple[np.
     if len(ids) * 8 >= q.n_docs:
         # Long lists: a dense accumulator over every document is linear; sorting is not.
         dense = np.bincount(ids, weights=cs, minlength=q.n_docs)
-        docs = np.flatnonzero(dense)
+        # Non-zero found through a bool array: np.nonzero over a million float64s takes
+        # ~4 ms, the comparison and a bool nonzero ~0.6 ms (#17); the same documents.
+        docs = np.flatnonzero(dense != 0)
         scores = dense[docs]
     else:
         docs, inverse = np.unique(ids, return_inverse=True)
