@@ -44,10 +44,11 @@ CANDIDATES = 50
 #: Encoding beside BM25 pays while the machine has a core to spare: the model's threads
 #: and BM25 then run side by side. On a machine already busy they only contend for the
 #: same cores. Measured at 1M passages on 2 cores, one process, overlap against one after
-#: the other (#17): load average ~1, hybrid p50 12 against 14.5 ms; load average 3.8-4.7,
-#: 18.8 against 17.2 ms and 19.9 against 18.0 ms (Engine.ask 28.7 against 24.5 ms). So the
-#: encode overlaps while the 1-minute load average is at most the cores plus this.
-SPARE_LOAD = 1.0
+#: the other (#17): load average ~1, hybrid p50 12 against 14.5 ms; ~2.5, 13.7 against
+#: 13.4 ms (p95 26.2 against 23.2); 3.8-4.7, 18.8 against 17.2 ms and 19.9 against 18.0 ms
+#: (Engine.ask 28.7 against 24.5 ms). So the encode overlaps while the 1-minute load
+#: average is at most the cores plus this.
+SPARE_LOAD = 0.0
 _load: list[float] = [-1.0, 0.0]  # when the load average was last read (monotonic), and it
 
 

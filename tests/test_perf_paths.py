@@ -283,7 +283,7 @@ def test_the_encode_overlaps_bm25_only_while_a_core_is_spare(
     monkeypatch.setattr(r.os, "getloadavg", getloadavg)
     got = {}
     for busy in (False, True):
-        load[0] = r._cores() + (r.SPARE_LOAD + 3 if busy else 0.2)
+        load[0] = r._cores() + r.SPARE_LOAD + (3.0 if busy else -0.5)
         monkeypatch.setattr(r, "_load", [-1.0, 0.0])  # read it afresh
         got[busy] = [(h.passage.id, h.score) for h in e.search("Kane minute", k=3)]
         assert (threads[-1] == "encode_0") == (not busy), threads
