@@ -180,14 +180,19 @@ def kth_largest(x: np.ndarray, k: int) -> float:
     A full partition costs ~8 ns an element; a long array is first cut at a value a
     strided sample says about 4k elements clear (one comparison pass), and only those
     are partitioned: exact whenever at least k clear the cut, else the full partition.
+    A deep k (the facets' entity sample, 16,384 of a few hundred thousand matches) samples
+    every fourth element for a cut about 2k clear (500k matches: 4.5 -> 2.1 ms, #17).
     """
     n = len(x)
     if n < k:
         return -math.inf
     step = n // (16 * k)
+    r = max(4 * k // step, 4) if step else 0
+    if step < 4 and n >= 1 << 16 and 8 * k <= n:
+        step, r = 4, max(k // 2, 4)
     if step >= 4:
         sample = x[::step]
-        r = min(max(4 * k // step, 4), len(sample))
+        r = min(r, len(sample))
         cut = np.partition(sample, len(sample) - r)[len(sample) - r]
         top = x[x >= cut]
         if len(top) >= k:
