@@ -354,7 +354,7 @@ class Engine(Writes, Retrieves):
             from .answer import build_answer
 
             # In bm25 mode no model is loaded (vec is None): the answer weighs words only.
-            block = build_answer(question.strip(), hits, self, vec)
+            block = build_answer(question.strip(), hits, _Pinned(self, view), vec)
             block.notice = block.notice or self.entity_notice()
         shown = hits[:k]
         if block is not None:
@@ -441,6 +441,32 @@ class Engine(Writes, Retrieves):
             "some articles were tagged with the entity patterns of another version: "
             "run `search reindex` to tag them with this one's"
         )
+
+
+class _Pinned:
+    """The engine as the answer stage sees it: its ~20 articles and records are read from
+    the generation the question was asked of, not through :meth:`Engine.get_document`,
+    which looks for a newer generation first (a read of ``CURRENT``, 16 us, per article).
+    Everything else is the engine's."""
+
+    def __init__(self, engine: Engine, view: Any) -> None:
+        self._engine = engine
+        self._view = view
+
+    def get_document(self, doc_id: str) -> Article:
+        a = self._view.article(doc_id)
+        if a is None:
+            raise DocumentNotFoundError(f"no document {doc_id!r} in the index: see `search list`")
+        return a
+
+    def document_record(self, doc_id: str) -> DocRecord:
+        rec = self._view.doc(doc_id)
+        if rec is None:
+            raise DocumentNotFoundError(f"no document {doc_id!r} in the index: see `search list`")
+        return rec
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine, name)
 
 
 def _env_confidence() -> float | None:

@@ -180,8 +180,15 @@ def stored_units(view: Any, pids: Sequence[str] = ()) -> Units:
     many = getattr(view, "articles", None)
     if pids and callable(many):
         many([pid.rpartition("#")[0] or pid for pid in pids])
+    # A reader that stores each passage's sentences beside it (the local backend) gives
+    # the same texts and vectors without reading the whole article.
+    direct = getattr(view, "passage_units", None)
 
     def units(pid: str) -> tuple[list[str], Any]:
+        if callable(direct):
+            got = direct(pid)
+            if got is not None:
+                return got  # type: ignore[no-any-return]
         p = view.passage(pid)
         a = view.article(p.doc_id) if p is not None else None
         if p is None or a is None:

@@ -10,9 +10,12 @@
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -38,6 +41,39 @@ MAX_OFFSET = 1_000  # paging deeper than this is a crawl: use `search list` / GE
 CANDIDATES = 50
 
 
+#: Encoding beside BM25 pays while the machine has a core to spare: the model's threads
+#: and BM25 then run side by side. On a machine already busy they only contend for the
+#: same cores. Measured at 1M passages on 2 cores, one process, overlap against one after
+#: the other (#17): load average ~1, hybrid p50 12 against 14.5 ms; ~2.5, 13.7 against
+#: 13.4 ms (p95 26.2 against 23.2); 3.8-4.7, 18.8 against 17.2 ms and 19.9 against 18.0 ms
+#: (Engine.ask 28.7 against 24.5 ms). So the encode overlaps while the 1-minute load
+#: average is at most the cores plus this.
+SPARE_LOAD = 0.0
+_load: list[float] = [-1.0, 0.0]  # when the load average was last read (monotonic), and it
+
+
+def spare_core(now: float | None = None) -> bool:
+    """Whether the machine likely has a core to spare for encoding beside BM25: its 1-minute
+    load average (read at most once a second) is at most :data:`SPARE_LOAD` above the cores
+    this process may run on. True where the load average cannot be read."""
+    now = time.monotonic() if now is None else now
+    if now - _load[0] >= 1.0:
+        try:
+            _load[1] = os.getloadavg()[0]
+        except (AttributeError, OSError):  # not on this platform
+            _load[1] = 0.0
+        _load[0] = now
+    return _load[1] <= _cores() + SPARE_LOAD
+
+
+@lru_cache(maxsize=1)
+def _cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
 @dataclass
 class Query:
     """What narrows and orders a search besides the question: filters, sort, page."""
@@ -59,8 +95,10 @@ class Retrieves:
     collapse_duplicates: bool
     football: bool | None
     _football_at: tuple[Any, bool] | None
-    #: Encode a hybrid question on a worker thread while BM25 runs (see _encode_beside).
-    overlap_encode: bool = True
+    #: Encode a hybrid question on a worker thread while BM25 runs (see _encode_beside):
+    #: True or False forces it; None (the default) overlaps while a core is likely free
+    #: (:func:`spare_core`).
+    overlap_encode: bool | None = None
     _pool: ThreadPoolExecutor | None  # created on first use, under _pool_lock
     _pool_lock: threading.Lock
 
@@ -109,7 +147,8 @@ class Retrieves:
         depth = max(CANDIDATES, want * 3)
         lex: list[tuple[str, float]] = []
         den: list[tuple[str, float]] = []
-        encoding = self._encode_beside(q) if m is Mode.HYBRID and self.overlap_encode else None
+        overlap = self.overlap_encode if self.overlap_encode is not None else spare_core()
+        encoding = self._encode_beside(q) if m is Mode.HYBRID and overlap else None
         if m in (Mode.BM25, Mode.HYBRID):
             lex = view.lexical_search(terms, depth, expansions, question=q, filters=flt)
         if m in (Mode.DENSE, Mode.HYBRID):

@@ -321,6 +321,24 @@ def test_seeds_who_scored_the_winner(seed_engine) -> None:
 
 
 @pytest.mark.slow
+def test_ask_reads_its_articles_from_the_generation_it_searched(seed_engine, monkeypatch) -> None:
+    """The answer stage reads ~20 articles; through Engine.get_document each looked for a
+    newer generation first (a read of CURRENT). Read from the question's generation, the
+    answer is the same and CURRENT is read once per reader, not once per article (#17)."""
+    from search.backends import local
+
+    q = "who scored the winner"
+    hits, vec = seed_engine._search(q, ANSWER_DEPTH, "hybrid", None)
+    want = build_answer(q, hits, seed_engine, vec).to_dict()
+    reads = []
+    real = local.read_current
+    monkeypatch.setattr(local, "read_current", lambda root: reads.append(root) or real(root))
+    got = seed_engine.ask(q).answer
+    assert got is not None and got.to_dict() == want
+    assert len({h.passage.doc_id for h in hits}) > 2 and len(reads) <= 2, len(reads)
+
+
+@pytest.mark.slow
 def test_seeds_flag_the_equaliser_minute_and_the_day_of_the_final(seed_engine) -> None:
     eq = seed_engine.ask("when did Fernandez equalise").answer
     assert "85" in (eq.text or eq.sentences[0].text)

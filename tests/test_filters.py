@@ -18,6 +18,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from search.dates import month
@@ -348,3 +349,32 @@ def test_people_and_teams_are_counted_over_the_best_matches(
     for name in ("source", "category", "month"):  # every match, not the sample
         assert f.fields[name] == full.fields[name]
     assert full.entities_over == full.passages and f.fields["people"] != full.fields["people"]
+
+
+def test_a_sample_cut_inside_tied_scores_takes_the_first_of_them(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When ENTITY_SAMPLE cuts through passages of equal score, the sample takes every
+    passage above the cut and the first of the tied ones, in match order (#17: merged by
+    a sort of two runs instead of np.union1d)."""
+    if engine.backend_name != "local":
+        pytest.skip("Milvus counts every facet over its search depth (MATCH_LIMIT)")
+    import search.backends.local_rows as local_rows
+
+    view = engine._backend.reader()
+    terms = query_terms(QUESTION)
+    exp = expand(terms) if engine._is_football(view) else []
+    docs, pns, scores = view.rows.lexical_matches(terms, exp, None)
+    # a sample size that cuts a run of two or more equal scores
+    vals = sorted(set(scores.tolist()), reverse=True)
+    tied = [v for v in vals if int(np.count_nonzero(scores == v)) > 1]
+    assert tied, "the corpus has no tied scores"
+    cut = tied[0]
+    above = np.flatnonzero(scores > cut)
+    n = len(above) + 1
+    monkeypatch.setattr(local_rows, "ENTITY_SAMPLE", n)
+    f = engine.facets(QUESTION, mode="bm25")
+    assert f.entities_over == n
+    keep = sorted([*above.tolist(), int(np.flatnonzero(scores == cut)[0])])
+    want = view.rows.facets(docs[keep], pns[keep], None, sample=len(docs))
+    assert f.fields["people"] == want.fields["people"] and f.fields["teams"] == want.fields["teams"]

@@ -246,6 +246,53 @@ def test_hybrid_encodes_beside_bm25_with_the_same_results(hash_engine: Any) -> N
     assert threads[-1] != "encode_0"
 
 
+def test_the_encode_overlaps_bm25_only_while_a_core_is_spare(
+    hash_engine: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """By default (overlap_encode None) a hybrid question is encoded beside BM25 while the
+    load average leaves a core spare, and before it on a busy machine, where the two only
+    contend (#17); the hits are the same either way. The load is read at most once a second."""
+    import threading
+
+    import search.retrieve as r
+    from search.types import Article
+
+    e = hash_engine
+    e.add(
+        [
+            Article(id=f"a{i}", title=f"Match {i}", text=f"Kane scored in minute {10 + i}. " * 3)
+            for i in range(4)
+        ]
+    )
+    assert e.overlap_encode is None
+    threads: list[str] = []
+    real = e.embedder.encode_query
+
+    def spy(q: str) -> Any:
+        threads.append(threading.current_thread().name)
+        return real(q)
+
+    e.embedder.encode_query = spy
+    load = [0.0]
+    reads: list[float] = []
+
+    def getloadavg() -> tuple[float, float, float]:
+        reads.append(load[0])
+        return (load[0], 0.0, 0.0)
+
+    monkeypatch.setattr(r.os, "getloadavg", getloadavg)
+    got = {}
+    for busy in (False, True):
+        load[0] = r._cores() + r.SPARE_LOAD + (3.0 if busy else -0.5)
+        monkeypatch.setattr(r, "_load", [-1.0, 0.0])  # read it afresh
+        got[busy] = [(h.passage.id, h.score) for h in e.search("Kane minute", k=3)]
+        assert (threads[-1] == "encode_0") == (not busy), threads
+    assert got[False] == got[True] and got[False]
+    assert r.spare_core(now=r._load[0] + 0.5) is False and len(reads) == 2  # cached for a second
+    load[0] = 0.0
+    assert r.spare_core(now=r._load[0] + 1.5) is True and len(reads) == 3
+
+
 def test_ann_rescoring_reads_float_rows_without_the_map(tmp_path: Path) -> None:
     """The float rows an ANN search re-scores are read with pread (page cache, not the
     serving process's resident set, #17): the same values as the map, even after the file

@@ -3,11 +3,14 @@ and retrieval quality on the development and held-out question sets."""
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
+from search.backends import local_write
 from search.embed import HashEmbedder
 from search.engine import Engine
 from search.evaluate import evaluate, read_questions
@@ -131,6 +134,67 @@ def test_stored_units_are_the_passages_sentences_with_their_vectors(tmp_path: Pa
             # stored as int8 codes (search.vector_codes): within a code step of the model's
             got, ref = np.asarray(vecs[0], np.float32), HashEmbedder().encode([texts[0]])[0]
             assert np.abs(got - ref).max() <= np.abs(ref).max() / 127 and float(got @ ref) > 0.999
+    finally:
+        e.close()
+
+
+class _ArticlesOnly:
+    """A reader without ``passage_units``: stored_units reads whole articles, as for Milvus."""
+
+    def __init__(self, view: Any) -> None:
+        self._view = view
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "passage_units":
+            raise AttributeError(name)
+        return getattr(self._view, name)
+
+
+def test_units_from_the_segment_arrays_equal_units_from_whole_articles(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The local reader gives a passage's sentences and vectors from the segment's arrays
+    (no article read, #17): the same texts and the very same floats as the article path,
+    with headings, several segments and after a merge."""
+    rng = random.Random(4)
+
+    def article(i: int) -> Article:
+        parts = []
+        for j in range(rng.randint(1, 6)):
+            if rng.random() < 0.4:
+                parts.append(f"Part {j} of the story")  # a heading: not a sentence
+            parts.append(
+                " ".join(
+                    f"Player {i} scored goal {k} in minute {rng.randint(1, 90)} of match {j}."
+                    for k in range(rng.randint(1, 9))
+                )
+            )
+        return Article(id=f"a{i}", title=f"Report {i}", text="\n\n".join(parts))
+
+    e = Engine.open(
+        tmp_path / "idx", create=True, embedder=HashEmbedder(), tagger=lambda ts: [[] for _ in ts]
+    )
+    try:
+        for batch in range(3):
+            e.add([article(batch * 10 + i) for i in range(10)])
+        for merged in (False, True):
+            if merged:  # merge every tier of two, with a removed document's rows dropped
+                monkeypatch.setattr(local_write, "MERGE_FANOUT", 2)
+                e.remove(["a3"])
+                e.add([article(30 + i) for i in range(10)])
+            view = e._backend.reader()
+            assert (len(view.segments) == 1) == merged, list(view.segments)
+            pids = [p.id for d in e.documents() for p in e.passages_of(d.id)]
+            assert len(pids) > 40
+            direct, whole = stored_units(view, pids), stored_units(_ArticlesOnly(view), pids)
+            for pid in pids:
+                assert view.passage_units(pid) is not None, pid
+                (t1, v1), (t2, v2) = direct(pid), whole(pid)
+                assert t1 == t2, pid
+                assert (v1 is None) == (v2 is None), pid
+                if v1 is not None:
+                    assert v1.dtype == v2.dtype and np.array_equal(v1, v2), pid
+        assert view.passage_units("a1#99") is None and view.passage_units("nope#0") is None
     finally:
         e.close()
 

