@@ -45,6 +45,7 @@ from machine import machine  # noqa: E402
 from search import ann  # noqa: E402
 from search import vectors as vx  # noqa: E402
 from search.ann import AnnSpec  # noqa: E402
+from search.vector_codes import as_float32  # noqa: E402
 
 #: (build spec, the search settings swept over that one build)
 HNSW_EF = (16, 24, 32, 48, 64, 96, 128)
@@ -192,7 +193,7 @@ def filtered(x: np.ndarray, q: np.ndarray, specs: list[AnnSpec], work: Path) -> 
         for qi in q:
             t = time.perf_counter()
             rows = np.flatnonzero(m)
-            vx._numpy_top(np.asarray(vectors[rows], dtype=np.float32), None, qi, 50)
+            vx._numpy_top(as_float32(vectors[rows]), None, qi, 50)
             ts.append(time.perf_counter() - t)
         exact_ms[sh] = 1000 * float(np.percentile(ts, 50))
     out: list[dict[str, Any]] = [

@@ -11,12 +11,14 @@ format before, takes twice the bytes (4-bit codes would move it by 0.005 on aver
 0.049 at most: too coarse). A reader decides by the file's dtype: float16 and float32
 files are read as they are.
 
-Passage vectors (``seg-N.npy``) of a segment with an ANN index are float16
-(:func:`passage_dtype`): the index holds 8-bit codes that find candidates, and the
-floats only re-score those candidates (a few dozen rows a query, converted to float32
-first), so half precision moves a score by about 1e-4. Smaller segments keep float32:
-numpy scans every row of them for each query, and a float32 array is scanned as it is
-mapped. A reader takes either dtype.
+Passage vectors (``seg-N.npy``) of a segment with an ANN index are int8 codes too
+(:func:`passage_dtype`), read back the same way (:func:`as_float32`): the index holds
+8-bit codes that find candidates, and the stored rows only re-score those candidates (a few
+dozen rows a query), where a cosine moving by ~0.0003 only swaps near-ties (float16, the
+format before, took twice the bytes; measured in docs/benchmarks.md). Smaller segments keep
+float32: numpy scans every row of them for each query, and a float32 array is scanned as it
+is mapped. A reader takes any of the three dtypes, and a merge converts rows to the dtype of
+the segment it writes (:func:`as_stored`).
 """
 
 from __future__ import annotations
@@ -67,7 +69,23 @@ def to_codes(rows: np.ndarray) -> np.ndarray:
 
 
 def passage_dtype(rows: int, ann_min_rows: int) -> np.dtype:
-    """The dtype passage vectors of a segment of ``rows`` rows are written in: float16 when
-    the segment gets an ANN index (its floats only re-score candidates), float32 when numpy
-    scans it whole."""
-    return np.dtype(np.float16 if rows >= ann_min_rows else np.float32)
+    """The dtype passage vectors of a segment of ``rows`` rows are written in: int8 codes
+    when the segment gets an ANN index (its rows only re-score candidates), float32 when
+    numpy scans it whole."""
+    return np.dtype(np.int8 if rows >= ann_min_rows else np.float32)
+
+
+def as_float32(rows: np.ndarray) -> np.ndarray:
+    """Stored vector rows as float32: int8 codes decoded to unit rows, float16 widened,
+    float32 as they are (a memory-mapped array is not copied)."""
+    a = np.asarray(rows)
+    return decode_unit(a) if a.dtype == np.int8 else a.astype(np.float32, copy=False)
+
+
+def as_stored(rows: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Vector rows converted to a file's ``dtype``: codes copied or encoded (from floats),
+    floats decoded (from codes) or cast."""
+    a = np.asarray(rows)
+    if np.dtype(dtype) == np.int8:
+        return to_codes(a)
+    return as_float32(a).astype(dtype, copy=False)

@@ -4,14 +4,16 @@ A segment is what one write (or one merge) adds; it is never modified, so index
 generations share it through hard links and a process loads it once. Files of
 segment ``seg-N`` (plain numpy and bytes, no pickle):
 
-``.npy``          [rows, dim] passage vectors (:mod:`search.vectors`), memory-mapped: float16
-                  when the segment has an ANN index (its floats only re-score candidates),
-                  float32 otherwise (older indexes: float32 always; :mod:`search.vector_codes`)
+``.npy``          [rows, dim] passage vectors (:mod:`search.vectors`), memory-mapped: int8
+                  codes when the segment has an ANN index (its rows only re-score
+                  candidates), float32 otherwise (older indexes: float16 or float32;
+                  :mod:`search.vector_codes`)
 ``.faiss``        its ANN index, when the segment is large enough (:mod:`search.vectors`)
 ``.store.bin``    per article: its text (UTF-8), then a JSON record of what a document
                   record shows, then a JSON record of its entities and sentence spans,
-                  zlib-compressed behind a 0xFF byte when that is shorter (an older index:
-                  as it is). Each of the three is read back through
+                  each zlib-compressed behind a 0xFF byte (the record: 0xFE, with a preset
+                  dictionary of its keys) when that is shorter; an older index has some or
+                  all of them as they are. Each of the three is read back through
                   ``local_segment_format.unpack``, which tells by that first byte
 ``.store.npy``    int64 [docs + 1, 5]: where each article's text, record and enrichment start
                   in ``.store.bin``, its first passage row and its first sentence; the last
