@@ -148,10 +148,28 @@ class Rows:
         )
         return np.frombuffer(raw, dtype=self.dtype).reshape(b - a, self.shape[1])
 
+    def gather(self, rows: np.ndarray) -> np.ndarray:
+        """The given rows, in that order (repeats allowed): one read per run of nearby
+        distinct rows (gaps up to ``GATHER_GAP`` rows are read through)."""
+        idx = np.asarray(rows, dtype=np.int64)
+        if not len(idx):
+            return self[0:0]
+        u, inv = np.unique(idx, return_inverse=True)
+        cut = np.flatnonzero(np.diff(u) > GATHER_GAP) + 1
+        starts, ends = np.concatenate([[0], cut]), np.concatenate([cut, [len(u)]])
+        parts = [self[int(u[a]) : int(u[b - 1]) + 1] for a, b in zip(starts.tolist(), ends.tolist())]
+        base = np.repeat(u[starts], ends - starts)  # each distinct row's run start
+        offs = np.repeat(np.concatenate([[0], np.cumsum([len(p) for p in parts])[:-1]]), ends - starts)
+        return np.concatenate(parts)[(u - base + offs)[inv]]
+
     def __del__(self) -> None:
         f = getattr(self, "_file", None)
         if f is not None:
             f.close()
+
+
+#: Rows.gather reads through gaps of up to this many rows rather than issue another read.
+GATHER_GAP = 8
 
 
 # ----------------------------------------------------------------------------- ANN files

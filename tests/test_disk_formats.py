@@ -1,7 +1,8 @@
 """How a segment keeps its vectors and articles on disk (#17 item 4): sentence vectors as
-int8 codes, passage vectors of a segment with an ANN index as int8 codes, an article's text,
-record and enrichment compressed; and files older versions wrote (float16 sentence vectors,
-float32 or float16 passage vectors, parts as they are) still read and merged."""
+int8 codes, each distinct row once; passage vectors of a segment with an ANN index as int8
+codes; an article's text, record and enrichment compressed; and files older versions wrote
+(float16 sentence vectors one row a sentence, float32 or float16 passage vectors, parts as
+they are) still read and merged."""
 
 from __future__ import annotations
 
@@ -24,6 +25,9 @@ from search.vector_codes import (
     as_stored,
     decode_unit,
     encode_unit,
+    row_digests,
+    shared_rows,
+    worth_sharing,
 )
 
 
@@ -104,12 +108,40 @@ def test_stored_rows_convert_between_dtypes() -> None:
     assert as_float32(x) is x and np.array_equal(as_float32(codes), decode_unit(codes))
 
 
+def test_rows_gather_reads_rows_in_the_order_asked(tmp_path: Path) -> None:
+    rng = np.random.default_rng(6)
+    x = rng.integers(-127, 128, (300, 12)).astype(np.int8)
+    np.save(tmp_path / "r.npy", x)
+    rows = vx.Rows(tmp_path / "r.npy")
+    for idx in ([], [5], [7, 7, 3], list(range(40, 60)), rng.integers(0, 300, 50).tolist(), [299, 0]):
+        got = rows.gather(np.asarray(idx, dtype=np.int64))
+        assert got.shape == (len(idx), 12) and np.array_equal(got, x[idx])
+
+
+def test_shared_rows_store_each_distinct_row_once() -> None:
+    rng = np.random.default_rng(8)
+    base = rng.integers(-127, 128, (30, 16)).astype(np.int8)
+    x = base[rng.integers(0, 30, 400)]
+    x[10] = x[11] ^ 1  # differs in one bit from a row: never shared with it
+    first, rowmap = shared_rows(row_digests(x))
+    assert (np.diff(first) > 0).all() and len(first) == len(np.unique(x, axis=0))
+    assert np.array_equal(x[first][rowmap], x) and rowmap.dtype == np.int32
+    assert rowmap[first].tolist() == list(range(len(first)))  # stored in order of first use
+    assert worth_sharing(400, len(first), 16) and not worth_sharing(400, 399, 16)
+
+
 def _rewrite_as_older_version(gen: Path, passages: Any = np.float32) -> None:
     """Rewrite a generation's files as an older version wrote them: sentence vectors
-    float16, passage vectors ``passages`` (float32, or float16 as the version before this
-    one wrote an ANN segment's), an article's parts uncompressed."""
+    float16, one row a sentence (no shared rows), passage vectors ``passages`` (float32, or
+    float16 as the version before this one wrote an ANN segment's), an article's parts
+    uncompressed."""
     for f in gen.glob("seg-*.sentvec.npy"):
-        np.save(f, decode_unit(np.load(f)).astype(np.float16))
+        rows = np.load(f)
+        m = f.with_name(f.name.replace(".sentvec.", ".sentmap."))
+        if m.exists():
+            rows = rows[np.load(m)]
+            m.unlink()
+        np.save(f, decode_unit(rows).astype(np.float16))
     for f in gen.glob("seg-*.npy"):
         if f.name.count(".") == 1:  # seg-N.npy: the passage vectors
             np.save(f, decode_unit(np.load(f)).astype(passages))
@@ -161,6 +193,7 @@ def test_an_older_index_reads_and_merges_into_the_new_format(
     monkeypatch.setattr(vx, "ANN_MIN_ROWS", 50)  # both writes get an ANN index
     monkeypatch.setattr(local_write, "MERGE_FANOUT", 2)
     batches = [_corpus(60), _corpus(60, offset=100)]
+    batches[1][:3] = _copies(batches[0][:3])  # stories filed twice: rows shared across members
     new, old = tmp_path / "new", tmp_path / "old"
 
     def seen(path: Path, step: int) -> tuple[list[Any], dict[str, np.ndarray]]:
@@ -195,6 +228,52 @@ def test_an_older_index_reads_and_merges_into_the_new_format(
     assert len(segments) == 1 and segments[0]["rows"] > 150 and "ann" in segments[0]
     name = segments[0]["name"]
     assert np.load(gen / f"{name}.npy").dtype == np.int8 and (gen / f"{name}.faiss").exists()
+    # the copies' sentence rows are stored once in the merged segment, in both indexes
+    for path in (new, old):
+        g = path / (path / "CURRENT").read_text().strip()
+        rowmap, stored = np.load(g / f"{name}.sentmap.npy"), np.load(g / f"{name}.sentvec.npy")
+        assert len(stored) == len(np.unique(stored, axis=0)) < len(rowmap)
+
+
+def _copies(articles: list[Article]) -> list[Article]:
+    return [Article(id=f"{a.id}-copy", title=f"{a.title} (copy)", text=a.text) for a in articles]
+
+
+def test_sentence_rows_repeated_in_a_write_are_stored_once(tmp_path: Path) -> None:
+    """Articles that repeat sentences (a story filed twice, a line every report carries)
+    keep one row per distinct sentence vector and a map; every article reads back exactly
+    the vectors it reads with the map expanded (one row a sentence, as before), and a write
+    without repeats writes no map."""
+    line = " Follow the match live on the site."
+    arts = [Article(id=a.id, title=a.title, text=a.text + line) for a in _corpus(20)]
+    arts += _copies(arts[:5])
+    path = tmp_path / "a"
+    with Engine.open(path, create=True, embedder=HashEmbedder(), tagger=tagger) as e:
+        e.add(arts)
+
+    def vectors() -> dict[str, np.ndarray]:
+        with Engine.open(path, embedder=HashEmbedder()) as e:
+            docs = [e.get_document(a.id) for a in arts]
+            return {d.id: np.asarray(d.sentence_vectors) for d in docs if d is not None}
+
+    got = vectors()
+    gen = path / (path / "CURRENT").read_text().strip()
+    (mapfile,) = gen.glob("seg-*.sentmap.npy")
+    rowmap, stored = np.load(mapfile), np.load(str(mapfile).replace(".sentmap.", ".sentvec."))
+    # the line's repeats and the copies' rows are stored once
+    assert len(stored) == len(np.unique(stored, axis=0)) <= len(rowmap) - 19
+    np.save(str(mapfile).replace(".sentmap.", ".sentvec."), stored[rowmap])
+    mapfile.unlink()
+    want = vectors()
+    assert got.keys() == want.keys() and len(got) == 25
+    for d in want:
+        assert got[d].dtype == np.float32 and np.array_equal(got[d], want[d])
+    for a, c in zip(arts[:5], arts[-5:]):
+        assert np.array_equal(got[a.id], got[c.id])
+    with Engine.open(tmp_path / "b", create=True, embedder=HashEmbedder(), tagger=tagger) as e:
+        e.add(_corpus(3))
+    gen = tmp_path / "b" / (tmp_path / "b" / "CURRENT").read_text().strip()
+    assert not list(gen.glob("*.sentmap.npy")) and list(gen.glob("*.sentvec.npy"))
 
 
 def test_an_article_record_is_compressed_with_the_schema_dictionary() -> None:

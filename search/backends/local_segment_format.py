@@ -35,6 +35,7 @@ SEGMENT_SUFFIXES = (
     ".sentoff.npy",
     ".minhash.npy",
     ".sentvec.npy",
+    ".sentmap.npy",
     ".ents.npy",
     ".entoff.npy",
     ".ents.json",

@@ -25,6 +25,9 @@ segment ``seg-N`` (plain numpy and bytes, no pickle):
 ``.sentvec.npy``  int8 [sentences, dim] the articles' sentence vectors, in article order:
                   codes of unit vectors, read back re-normalised (:mod:`search.vector_codes`;
                   an older index's float16 rows are read as they are)
+``.sentmap.npy``  int32 [sentences], when rows repeat: ``.sentvec.npy`` then holds each
+                  distinct row once (in order of first use) and sentence i's is row
+                  ``sentmap[i]``; written only when that takes fewer bytes (no file: row i)
 ``.ents.npy``     int32 [m] the people and teams each passage names (codes, by passage row),
                   ``.entoff.npy`` int64 [rows + 1], ``.ents.json`` the codes' [group, name]
 
@@ -132,6 +135,8 @@ class Segment:
         self.sentoff = arr(".sentoff.npy")
         self.minhash = arr(".minhash.npy")
         self.sentvec = Rows(f"{base}.sentvec.npy")
+        # Rows equal byte for byte stored once: sentence i is row sentmap[i] (no map: row i).
+        self.sentmap = arr(".sentmap.npy") if Path(f"{base}.sentmap.npy").exists() else None
         # Everything is opened now (maps and small reads), nothing later by path: a
         # generation's directory may be removed while a reader still holds its segments.
         self._entoff = arr(".entoff.npy")
@@ -209,9 +214,15 @@ class Segment:
         art.sentences = list(map(tuple, enr.get("sentences") or ()))
         s0, s1 = int(self.offsets[d, SENT]), int(self.offsets[d + 1, SENT])
         if s1 - s0 == len(art.sentences) and self.sentvec.ndim == 2 and self.sentvec.shape[1]:
-            art.sentence_vectors = decode_unit(self.sentvec[s0:s1])
+            art.sentence_vectors = decode_unit(self.sentence_rows(s0, s1))
         self._articles.put(d, art)
         return art
+
+    def sentence_rows(self, s0: int, s1: int) -> np.ndarray:
+        """Sentences ``s0:s1``'s vector rows as stored (codes; an older index's floats)."""
+        if self.sentmap is None:
+            return self.sentvec[s0:s1]
+        return self.sentvec.gather(np.asarray(self.sentmap[s0:s1]))
 
     def sentences(self, row: int) -> list[tuple[int, int]]:
         lo, hi = int(self.sentoff[row]), int(self.sentoff[row + 1])
