@@ -16,7 +16,16 @@ from test_store import article, tagger
 
 from search import vectors as vx
 from search.backends import local_write
-from search.backends.local_segment_format import PACKED, PACKED_RECORD, pack, pack_record, unpack
+from search.backends.local_segment_format import (
+    PACKED,
+    PACKED_RECORD,
+    enrichment,
+    pack,
+    pack_record,
+    passage_sentences,
+    read_enrichment,
+    unpack,
+)
 from search.embed import HashEmbedder
 from search.engine import Engine
 from search.types import Article
@@ -147,14 +156,19 @@ def _rewrite_as_older_version(gen: Path, passages: Any = np.float32) -> None:
             np.save(f, decode_unit(np.load(f)).astype(passages))
     for f in gen.glob("seg-*.store.npy"):
         off, data = np.load(f), f.with_suffix(".bin").read_bytes()
+        base = str(f)[: -len(".store.npy")]
+        sents, sentoff = np.load(f"{base}.sents.npy"), np.load(f"{base}.sentoff.npy")
         out, new = bytearray(), off.copy()
         for d in range(len(off) - 1):
             ends = [*off[d, :3].tolist(), int(off[d + 1, 0])]
-            new[d, :3] = [
-                len(out) + sum(len(unpack(data[a:b])) for a, b in zip(ends[:i], ends[1 : i + 1]))
-                for i in range(3)
-            ]
-            out += b"".join(unpack(data[a:b]) for a, b in zip(ends, ends[1:]))
+            parts = [unpack(data[a:b]) for a, b in zip(ends, ends[1:])]
+            r0, r1 = int(off[d, 3]), int(off[d + 1, 3])
+            derived = passage_sentences(sents[sentoff[r0] : sentoff[r1]].tolist())
+            ents, spans = read_enrichment(json.loads(parts[2]), lambda d=derived: d)
+            old = {"entities": [list(e) for e in ents], "sentences": [list(x) for x in spans]}
+            parts[2] = json.dumps(old, ensure_ascii=False, separators=(",", ":")).encode()
+            new[d, :3] = [len(out) + sum(len(p) for p in parts[:i]) for i in range(3)]
+            out += b"".join(parts)
         new[-1, :3] = len(out)
         assert len(out) > len(data)  # the new format had compressed parts
         f.with_suffix(".bin").write_bytes(bytes(out))
@@ -298,3 +312,17 @@ def test_new_segments_store_texts_and_records_compressed(tmp_path: Path) -> None
     off, data = np.load(store), store.with_suffix(".bin").read_bytes()
     heads = {data[int(off[d, c])] for d in range(len(off) - 1) for c in range(3)}
     assert heads == {PACKED, PACKED_RECORD}  # texts and enrichments 0xFF, records 0xFE
+
+
+def test_an_enrichment_is_written_as_flat_integers_and_read_back() -> None:
+    ents = [(0, 5, "PERSON"), (12, 19, "ORG"), (12, 30, "EVENT"), (40, 44, "PERSON")]
+    derived = [(0, 10), (11, 35), (36, 50)]
+    enr = json.loads(json.dumps(enrichment(ents, [list(x) for x in derived], derived)))
+    assert enr == {"l": ["PERSON", "ORG", "EVENT"], "e": [0, 5, 0, 12, 7, 1, 0, 18, 2, 28, 4, 0]}
+    assert read_enrichment(enr, lambda: derived) == (ents, derived)
+    other = [(0, 10), (11, 50)]  # spans the passages do not give: written out
+    enr = json.loads(json.dumps(enrichment([], other, derived)))
+    assert enr["s"] == [[0, 10], [11, 50]] and read_enrichment(enr, lambda: derived) == ([], other)
+    old = {"entities": [list(e) for e in ents], "sentences": [list(x) for x in other]}  # older index
+    assert read_enrichment(old, lambda: derived) == (ents, other)
+    assert passage_sentences([[11, 35], [0, 10], [11, 35], [36, 50]]) == derived

@@ -10,7 +10,9 @@ segment ``seg-N`` (plain numpy and bytes, no pickle):
                   :mod:`search.vector_codes`)
 ``.faiss``        its ANN index, when the segment is large enough (:mod:`search.vectors`)
 ``.store.bin``    per article: its text (UTF-8), then a JSON record of what a document
-                  record shows, then a JSON record of its entities and sentence spans,
+                  record shows, then a JSON record of its entities (flat integers, and its
+                  sentence spans only when its passages' do not give them:
+                  ``local_segment_format.enrichment``; an older index: both as lists),
                   each zlib-compressed behind a 0xFF byte (the record: 0xFE, with a preset
                   dictionary of its keys) when that is shorter; an older index has some or
                   all of them as they are. Each of the three is read back through
@@ -55,7 +57,7 @@ from ..errors import IndexFormatError
 from ..types import Article
 from ..vector_codes import decode_unit
 from ..vectors import Rows, load_vectors
-from .local_segment_format import ENRICH, RECORD, ROW, SENT, TEXT, unpack
+from .local_segment_format import ENRICH, RECORD, ROW, SENT, TEXT, passage_sentences, read_enrichment, unpack
 
 # Re-exported: every public name this module had before the write side moved out (a patch of
 # COPY_BYTES takes effect on local_segment_write, where merges read it).
@@ -207,11 +209,13 @@ class Segment:
         rec = json.loads(unpack(raw[b - a : c - a]))
         enr = json.loads(unpack(raw[c - a :]))
         art = Article.from_dict({**rec, "text": text})
-        # The enrichment was written by write_segment as [start, end, label] and [start, end]
-        # lists: tupled as they are, without from_dict's per-field conversion (~6 us of an
-        # article's ~60 us read, at ~30 articles a search).
-        art.entities = list(map(tuple, enr.get("entities") or ()))
-        art.sentences = list(map(tuple, enr.get("sentences") or ()))
+        # The enrichment as write_segment wrote it (local_segment_format.enrichment: flat
+        # integers, sentences from the passages' unless written; an older index's lists
+        # tupled as they are), without from_dict's per-field conversion.
+        r0, r1 = int(self.offsets[d, ROW]), int(self.offsets[d + 1, ROW])
+        art.entities, art.sentences = read_enrichment(  # type: ignore[assignment]
+            enr, lambda: passage_sentences(self.sents[int(self.sentoff[r0]) : int(self.sentoff[r1])].tolist())
+        )
         s0, s1 = int(self.offsets[d, SENT]), int(self.offsets[d + 1, SENT])
         if s1 - s0 == len(art.sentences) and self.sentvec.ndim == 2 and self.sentvec.shape[1]:
             art.sentence_vectors = decode_unit(self.sentence_rows(s0, s1))
