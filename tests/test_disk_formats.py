@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from test_store import article, tagger
 
+from search import dedup
 from search import vectors as vx
 from search.backends import local_write
 from search.backends.local_segment_format import (
@@ -26,6 +27,7 @@ from search.backends.local_segment_format import (
     read_enrichment,
     unpack,
 )
+from search.dedup_index import BandIndex
 from search.embed import HashEmbedder
 from search.engine import Engine
 from search.types import Article
@@ -326,3 +328,53 @@ def test_an_enrichment_is_written_as_flat_integers_and_read_back() -> None:
     old = {"entities": [list(e) for e in ents], "sentences": [list(x) for x in other]}  # older index
     assert read_enrichment(old, lambda: derived) == (ents, other)
     assert passage_sentences([[11, 35], [0, 10], [11, 35], [36, 50]]) == derived
+
+
+def test_narrow_signatures_find_the_same_copies() -> None:
+    """Minima compared and stored as their low 16 bits (half the bytes) mark the same
+    copies as the full 32 bits; a similarity moves by a minimum at most, and rarely."""
+    rng = np.random.default_rng(9)
+    words = [f"w{i}" for i in range(400)]
+    base = [" ".join(rng.choice(words, 90)) for _ in range(40)]
+    texts = []
+    for i in range(240):  # copies with a few words changed, and unrelated stories
+        t = base[int(rng.integers(0, 40))].split()
+        for _ in range(int(rng.integers(0, 8))):
+            t[int(rng.integers(0, len(t)))] = str(rng.choice(words))
+        texts.append(" ".join(t) if i % 3 else " ".join(rng.choice(words, 90)))
+    full = np.stack([dedup.signature(t) for t in texts])
+    small = dedup.narrow(full)
+    assert small.dtype == np.uint16 and np.array_equal(small, full & 0xFFFF)
+    found = []
+    for sigs in (full, small):
+        index = BandIndex()
+        found.append([g for g, _ in index.assign([f"d{i}" for i in range(len(texts))], sigs)])
+    assert found[0] == found[1] and sum(g is not None for g in found[0]) > 80
+    sim = (full[:, None, :] == full[None, :, :]).mean(axis=2)
+    sim16 = (small[:, None, :] == small[None, :, :]).mean(axis=2)
+    # a pair's minimum agrees by chance in its low 16 bits once in 65,536 tries
+    assert np.abs(sim16 - sim).max() <= 2 / 128 and np.abs(sim16 - sim).mean() < 1e-4
+
+
+def test_an_older_index_with_full_signatures_still_finds_copies(tmp_path: Path) -> None:
+    """Signatures an older version stored (uint32, full minima) are narrowed when compared:
+    a copy of a stored story is marked in a later write, and the merged segment keeps
+    uint16 minima."""
+    arts = _corpus(30)
+    path = tmp_path / "i"
+    with Engine.open(path, create=True, embedder=HashEmbedder(), tagger=tagger) as e:
+        e.add(arts)
+    gen = path / (path / "CURRENT").read_text().strip()
+    for f in gen.glob("seg-*.minhash.npy"):  # as the older version wrote it
+        assert np.load(f).dtype == np.uint16
+        np.save(f, np.stack([dedup.signature(a.text) for a in arts]))
+    copy = Article(id="copy-of-3", title="Another headline", text=arts[3].text)
+    with Engine.open(path, embedder=HashEmbedder(), tagger=tagger) as e:
+        report = e.add([copy])
+        assert report.duplicates == {"copy-of-3": arts[3].id}
+        e.add(_corpus(2, offset=500))
+    gen = path / (path / "CURRENT").read_text().strip()
+    assert {np.load(f).dtype for f in gen.glob("seg-*.minhash.npy")} <= {
+        np.dtype(np.uint16),
+        np.dtype(np.uint32),
+    }

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..dedup import narrow
 from ..facets import entity_group
 from ..types import Article
 from ..vector_codes import as_stored, encode_unit, row_digests, shared_rows, to_codes, worth_sharing
@@ -174,7 +175,7 @@ def write_segment(
         (".spans.npy", np.asarray(spans, dtype=np.int32).reshape(-1, 2)),
         (".sents.npy", np.asarray(sents, dtype=np.int32).reshape(-1, 2)),
         (".sentoff.npy", np.asarray(sentoff, dtype=np.int64)),
-        (".minhash.npy", np.asarray(minhash, dtype=np.uint32).reshape(len(articles), -1)),
+        (".minhash.npy", narrow(np.asarray(minhash, dtype=np.uint32).reshape(len(articles), -1))),
         (".entoff.npy", entoff),
         (".ents.npy", np.asarray([c for r in ent_rows for c in r], dtype=np.int32)),
         (".sentvec.npy", sentvec),
@@ -283,7 +284,7 @@ def merge_segments(
         "spans": _Npy(Path(f"{base}.spans.npy"), np.int32, (rows, 2)),
         "sents": _Npy(Path(f"{base}.sents.npy"), np.int32, (n_sents, 2)),
         "sentoff": _Npy(Path(f"{base}.sentoff.npy"), np.int64, (rows + 1,)),
-        "minhash": _Npy(Path(f"{base}.minhash.npy"), np.uint32, (docs, mh_dim)),
+        "minhash": _Npy(Path(f"{base}.minhash.npy"), np.uint16, (docs, mh_dim)),
         "sentvec": _Npy(
             Path(f"{base}.sentvec.npy"), np.int8, (len(first) if keep is not None else n_sentvec, sv_dim)
         ),
@@ -322,7 +323,7 @@ def merge_segments(
                     outs["entoff"].write(eo[1:] - eo[0] + n_e)
                     n_e += int(eo[-1] - eo[0])
                     outs["minhash"].write(
-                        np.asarray(seg.minhash[a:b]) if mh_dim else np.zeros((b - a, 0), np.uint32)
+                        narrow(seg.minhash[a:b]) if mh_dim else np.zeros((b - a, 0), np.uint16)
                     )
                     s0, s1 = int(off[0, SENT]), int(off[-1, SENT])
                     step = max(1, COPY_BYTES // max(4 * sv_dim, 1))

@@ -23,7 +23,9 @@ segment ``seg-N`` (plain numpy and bytes, no pickle):
 ``.spans.npy``    int32 [rows, 2] passage spans in article coordinates
 ``.sents.npy``    int32 [n, 2] sentence spans of the passages; ``.sentoff.npy`` int64
                   [rows + 1] where each passage's sentences start
-``.minhash.npy``  uint32 [docs, 128] near-duplicate signatures (or [docs, 0])
+``.minhash.npy``  uint16 [docs, 128] near-duplicate signatures, each minimum's low 16 bits
+                  (:func:`search.dedup.narrow`; an older index: uint32, narrowed when
+                  compared), or [docs, 0]
 ``.sentvec.npy``  int8 [sentences, dim] the articles' sentence vectors, in article order:
                   codes of unit vectors, read back re-normalised (:mod:`search.vector_codes`;
                   an older index's float16 rows are read as they are)
