@@ -119,7 +119,11 @@ def test_stored_rows_convert_between_dtypes() -> None:
     assert as_float32(x) is x and np.array_equal(as_float32(codes), decode_unit(codes))
 
 
-def test_rows_gather_reads_rows_in_the_order_asked(tmp_path: Path) -> None:
+@pytest.mark.parametrize("in_memory", [0, 1 << 20], ids=["read", "in-memory"])
+def test_rows_gather_reads_rows_in_the_order_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_memory: int
+) -> None:
+    monkeypatch.setattr(vx, "GATHER_IN_MEMORY", in_memory)
     rng = np.random.default_rng(6)
     x = rng.integers(-127, 128, (300, 12)).astype(np.int8)
     np.save(tmp_path / "r.npy", x)
