@@ -7,7 +7,7 @@ until it holds ``--passages`` passages, with the fake ``HashEmbedder`` (384 dime
 file sizes do not depend on what the vectors mean) and a regex tagger instead of spaCy
 (the entities' share is not what this measures). Then sums the live generation's files
 by suffix: ``.npy`` passage vectors, ``.faiss`` ANN indexes, ``.sentvec.npy`` sentence
-vectors, ``lexical/`` whoosh, the rest. Uses only the public API, so it runs on any
+vectors (and their ``.sentmap.npy``: the copies share their sentences' rows), ``lexical/`` whoosh, the rest. Uses only the public API, so it runs on any
 version of the package: the one on ``PYTHONPATH`` (``PYTHONPATH=. python scripts/ann_disk.py``).
 """
 
@@ -42,8 +42,8 @@ def kind(path: Path, gen: Path) -> str:
     if rel.parts[0] == "lexical":
         return "lexical (whoosh)"
     name = path.name
-    if name.endswith(".sentvec.npy"):
-        return "sentence vectors (.sentvec.npy)"
+    if name.endswith((".sentvec.npy", ".sentmap.npy")):
+        return "sentence vectors (.sentvec.npy, .sentmap.npy)"
     if re.fullmatch(r"seg-\d+\.npy", name):
         return "passage vectors (.npy)"
     if name.endswith(".faiss"):

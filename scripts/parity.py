@@ -33,6 +33,7 @@ from beir import ndcg_at, read_jsonl, read_qrels  # noqa: E402
 from search.backends import WriteBatch  # noqa: E402
 from search.engine import Engine  # noqa: E402
 from search.evaluate import read_questions, relevant  # noqa: E402
+from search.vector_codes import as_float32  # noqa: E402
 
 
 def copy_to_milvus(local: Engine, uri: Path, ids: list[str] | None) -> Engine:
@@ -50,7 +51,7 @@ def copy_to_milvus(local: Engine, uri: Path, ids: list[str] | None) -> Engine:
             assert art is not None
             batch.articles.append(art)
             batch.passages.append(local.passages_of(rec.id))
-            batch.vectors.append(seg.vectors[start : start + n])
+            batch.vectors.append(as_float32(seg.vectors[start : start + n]))
             batch.sentences.append(
                 [
                     [tuple(x) for x in seg.sents[seg.sentoff[r] : seg.sentoff[r + 1]].tolist()]
@@ -107,7 +108,7 @@ def main() -> None:
                 assert art is not None
                 batch.articles.append(art)
                 batch.passages.append(local.passages_of(rec.id))
-                batch.vectors.append(seg.vectors[start : start + n])
+                batch.vectors.append(as_float32(seg.vectors[start : start + n]))
                 batch.sentences.append(
                     [
                         [tuple(x) for x in seg.sents[seg.sentoff[r] : seg.sentoff[r + 1]].tolist()]

@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from .vector_codes import as_float32
+
 KINDS = ("hnsw", "ivf", "ivf-hnsw")
 #: FAISS code strings a spec may name: 8-bit or 4-bit scalar quantiser, floats, or PQ.
 CODES = ("SQ8", "SQ4", "SQfp16", "Flat")
@@ -40,7 +42,8 @@ CODES = ("SQ8", "SQ4", "SQfp16", "Flat")
 TRAIN_PER_LIST = 64
 TRAIN_MAX = 131_072
 MIN_PER_LIST = 39  # FAISS warns below this many training points a list
-#: Rows converted to float32 and added at a time when the vectors are stored in float16.
+#: Rows converted to float32 and added at a time when the vectors are stored as int8 codes
+#: or float16.
 ADD_ROWS = 65_536
 #: A filtered HNSW search walks the whole graph but keeps only allowed nodes, so its
 #: candidate list must grow as the filter narrows: ``ef / fraction``, up to this cap.
@@ -135,13 +138,13 @@ def build(vectors: np.ndarray, spec: AnnSpec, threads: int = 1) -> tuple[Any, An
     Built on every core (``cores()``); searches then go back to ``threads``.
     """
     faiss = _faiss()
-    x = vectors  # float32, or float16 rows (a merged segment's file) converted a chunk at a time
+    x = vectors  # float32, or int8/float16 rows (a merged segment's file) decoded a chunk at a time
     n, dim = x.shape
     s = spec.resolved(n)
     index = faiss.index_factory(dim, s.factory(), faiss.METRIC_INNER_PRODUCT)
     want = min(TRAIN_MAX, max(s.nlist * TRAIN_PER_LIST, 8_192))
     sample = x if n <= want else x[np.sort(np.random.default_rng(0).choice(n, want, replace=False))]
-    sample = np.ascontiguousarray(sample, dtype=np.float32)
+    sample = np.ascontiguousarray(as_float32(sample))
     if s.kind == "hnsw":
         index.hnsw.efConstruction = s.ef_construction
     else:
@@ -157,7 +160,7 @@ def build(vectors: np.ndarray, spec: AnnSpec, threads: int = 1) -> tuple[Any, An
             index.add(np.ascontiguousarray(x))
         else:  # never a whole float32 copy of a million rows in memory
             for i in range(0, n, ADD_ROWS):
-                index.add(np.ascontiguousarray(x[i : i + ADD_ROWS], dtype=np.float32))
+                index.add(np.ascontiguousarray(as_float32(x[i : i + ADD_ROWS])))
     finally:
         faiss.omp_set_num_threads(threads)
     set_defaults(index, s)
@@ -272,13 +275,14 @@ def search_params(spec: AnnSpec, k: int, sel: Any = None, fraction: float = 1.0)
 
 
 def rescore(vectors: Any, q: np.ndarray, found: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Exact top ``k`` of one query's candidate rows (``-1`` = none), scored on the floats.
+    """Exact top ``k`` of one query's candidate rows (``-1`` = none), scored on the stored
+    rows (decoded to float32).
 
     Ties go to the lower row, as with exact search. Rows are read in ascending order, so
     a memory-mapped file is read forwards.
     """
     rows = np.unique(found[found >= 0])
-    scores = np.einsum("ij,j->i", np.asarray(vectors[rows], dtype=np.float32), q)
+    scores = np.einsum("ij,j->i", as_float32(vectors[rows]), q)
     order = np.lexsort((rows, -scores))[:k]
     out_s = np.full(k, -np.inf, np.float32)
     out_r = np.full(k, -1, np.int64)

@@ -157,6 +157,7 @@ class Duplicates:
     """Marks each new article that copies a story already indexed or earlier in the write."""
 
     def __init__(self, backend: Any, reset: bool) -> None:
+        from . import dedup
         from .dedup_index import BandIndex
 
         self.index = BandIndex()
@@ -164,7 +165,7 @@ class Duplicates:
             # A stored story with the id of a new one is skipped by id when compared.
             ids, groups, sigs = _stored_signatures(backend)
             if ids and sigs.shape[1]:
-                self.index.hold(ids, sigs, groups)
+                self.index.hold(ids, dedup.narrow(sigs), groups)
 
     def mark(self, batch: WriteBatch, report: WriteReport) -> None:
         from . import dedup
@@ -172,7 +173,7 @@ class Duplicates:
         sigs = np.stack([dedup.signature(a.text) for a in batch.articles]) if batch.articles else None
         if sigs is None:
             return
-        found = self.index.assign([a.id for a in batch.articles], sigs)
+        found = self.index.assign([a.id for a in batch.articles], dedup.narrow(sigs))
         for i, (a, (group, _)) in enumerate(zip(batch.articles, found)):
             batch.minhash[i] = dedup.encode(sigs[i])
             batch.duplicate_of[i] = group

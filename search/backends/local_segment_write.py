@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..dedup import narrow
 from ..facets import entity_group
 from ..types import Article
-from ..vector_codes import encode_unit, to_codes
+from ..vector_codes import as_stored, encode_unit, row_digests, shared_rows, to_codes, worth_sharing
 from ..vectors import AnnSpec, save_npy, save_vectors, stored_dtype, write_ann
 from .local_segment_format import (
     ENRICH,
@@ -28,7 +29,11 @@ from .local_segment_format import (
     SEGMENT_SUFFIXES,
     SENT,
     TEXT,
+    TEXT_LEVEL,
+    enrichment,
     pack,
+    pack_record,
+    passage_sentences,
 )
 
 if TYPE_CHECKING:
@@ -143,11 +148,11 @@ def write_segment(
         rec = {f: getattr(a, f) for f in RECORD_FIELDS}
         rec["metadata"] = dict(a.metadata) or None
         rec.update(ex)
-        enr = {"entities": [list(e) for e in a.entities], "sentences": [list(s) for s in a.sentences]}
-        # Only the enrichment is compressed (0.45 of its bytes): it is read with the whole
-        # article, ~30 a question. The text and the record are read for every passage a
-        # search returns (~60), where inflating them cost 0.5 ms a search at 100k passages.
-        parts = (_utf8(a.text), _json(rec), pack(_json(enr)))
+        enr = enrichment(a.entities, a.sentences, passage_sentences([x for p in ss for x in p]))
+        # Every part is compressed: the text (0.57 of its bytes), the record (0.53, with a
+        # dictionary of its keys) and the enrichment (0.45). A search at 100k passages reads
+        # ~20 texts and ~8 records it has not cached, ~10 us and ~4 us of inflating each.
+        parts = (pack(_utf8(a.text), TEXT_LEVEL), pack_record(_json(rec)), pack(_json(enr)))
         offsets[d] = (at, at + len(parts[0]), at + len(parts[0]) + len(parts[1]), len(spans), n_sent)
         chunks.extend(parts)
         at += sum(len(p) for p in parts)
@@ -162,15 +167,18 @@ def write_segment(
     ent_rows, vocab = facet_entities(articles, passages, countries)
     entoff = np.zeros(len(ent_rows) + 1, dtype=np.int64)
     entoff[1:] = np.cumsum([len(r) for r in ent_rows])
+    sentvec, sentmap = _shared(_sentence_vectors(articles, dim))
+    if sentmap is not None:
+        save_npy(Path(f"{base}.sentmap.npy"), sentmap)
     for suffix, arr in (
         (".store.npy", offsets),
         (".spans.npy", np.asarray(spans, dtype=np.int32).reshape(-1, 2)),
         (".sents.npy", np.asarray(sents, dtype=np.int32).reshape(-1, 2)),
         (".sentoff.npy", np.asarray(sentoff, dtype=np.int64)),
-        (".minhash.npy", np.asarray(minhash, dtype=np.uint32).reshape(len(articles), -1)),
+        (".minhash.npy", narrow(np.asarray(minhash, dtype=np.uint32).reshape(len(articles), -1))),
         (".entoff.npy", entoff),
         (".ents.npy", np.asarray([c for r in ent_rows for c in r], dtype=np.int32)),
-        (".sentvec.npy", _sentence_vectors(articles, dim)),
+        (".sentvec.npy", sentvec),
     ):
         save_npy(Path(f"{base}{suffix}"), arr)
     _write_bytes(Path(f"{base}.ents.json"), [_json([list(v) for v in vocab])])
@@ -193,6 +201,17 @@ def _sentence_vectors(articles: list[Article], dim: int) -> np.ndarray:
         for a in articles
     ]
     return np.concatenate(parts) if parts else np.zeros((0, dim), np.int8)
+
+
+def _shared(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """Sentence-vector rows to store and their map: each distinct row once (a story filed
+    twice, a line every report repeats) and the map, when that is smaller; else the rows
+    as they are and no map."""
+    first, rowmap = shared_rows(row_digests(codes))
+    dim = codes.shape[1] if codes.ndim == 2 else 0
+    if not worth_sharing(len(codes), len(first), dim):
+        return codes, None
+    return codes[first], rowmap
 
 
 def _runs(ordinals: np.ndarray) -> list[tuple[int, int]]:
@@ -230,6 +249,7 @@ def merge_segments(
     dim = sv_dim = mh_dim = -1
     vocab: dict[tuple[str, str], int] = {}
     remaps: list[np.ndarray] = []
+    digests: list[np.ndarray] = []
     for (seg_name, _), r in zip(members, runs_of):
         s = open_segment(seg_name)
         rows += total(ROW, s, r)
@@ -244,8 +264,19 @@ def merge_segments(
             mh_dim = s.minhash.shape[1] if s.minhash.ndim == 2 else 0
         if s.minhash.shape[1:] != (mh_dim,):
             mh_dim = 0  # some member has no signatures: the merged segment has none
+        step = max(1, COPY_BYTES // max(4 * sv_dim, 1))
+        for a, b in r:  # the digests of the sentence rows, to store each distinct row once
+            s0, s1 = int(s.offsets[a, SENT]), int(s.offsets[b, SENT])
+            for c in range(s0, s1, step):
+                digests.append(row_digests(to_codes(np.asarray(s.sentence_rows(c, min(s1, c + step))))))
         del s
     dim, sv_dim, mh_dim = max(dim, 0), max(sv_dim, 0), max(mh_dim, 0)
+    first, rowmap = shared_rows(np.concatenate(digests) if digests else np.zeros((0, 2), np.uint64))
+    del digests
+    keep: np.ndarray | None = None  # the sentence rows stored, when rows are shared
+    if sv_dim and worth_sharing(n_sentvec, len(first), sv_dim):
+        keep = np.zeros(n_sentvec, dtype=bool)
+        keep[first] = True
     base = gen_dir / name
     outs = {
         "vec": _Npy(gen_dir / f"{name}.npy", stored_dtype(rows), (rows, dim)),
@@ -253,8 +284,10 @@ def merge_segments(
         "spans": _Npy(Path(f"{base}.spans.npy"), np.int32, (rows, 2)),
         "sents": _Npy(Path(f"{base}.sents.npy"), np.int32, (n_sents, 2)),
         "sentoff": _Npy(Path(f"{base}.sentoff.npy"), np.int64, (rows + 1,)),
-        "minhash": _Npy(Path(f"{base}.minhash.npy"), np.uint32, (docs, mh_dim)),
-        "sentvec": _Npy(Path(f"{base}.sentvec.npy"), np.int8, (n_sentvec, sv_dim)),
+        "minhash": _Npy(Path(f"{base}.minhash.npy"), np.uint16, (docs, mh_dim)),
+        "sentvec": _Npy(
+            Path(f"{base}.sentvec.npy"), np.int8, (len(first) if keep is not None else n_sentvec, sv_dim)
+        ),
         "entoff": _Npy(Path(f"{base}.entoff.npy"), np.int64, (rows + 1,)),
         "ents": _Npy(Path(f"{base}.ents.npy"), np.int32, (n_ents,)),
     }
@@ -262,7 +295,7 @@ def merge_segments(
     try:
         with open(store_tmp, "wb") as store:
             at = np.zeros(5, dtype=np.int64)  # bytes, -, -, rows, sentences written so far
-            n_s = n_e = 0
+            n_s = n_e = n_sv = 0
             outs["sentoff"].write(np.zeros(1, np.int64))
             outs["entoff"].write(np.zeros(1, np.int64))
             for (seg_name, _), runs, remap in zip(members, runs_of, remaps):
@@ -277,10 +310,9 @@ def merge_segments(
                     for c in range(lo, hi, COPY_BYTES):
                         store.write(seg._read(c, min(hi, c + COPY_BYTES)))
                     r0, r1 = int(off[0, ROW]), int(off[-1, ROW])
-                    for c in range(r0, r1, max(1, COPY_BYTES // max(4 * dim, 1))):
-                        outs["vec"].write(
-                            np.asarray(seg.vectors[c : min(r1, c + COPY_BYTES // max(4 * dim, 1))])
-                        )
+                    vstep = max(1, COPY_BYTES // max(4 * dim, 1))
+                    for c in range(r0, r1, vstep):  # copied, or converted to this segment's dtype
+                        outs["vec"].write(as_stored(seg.vectors[c : min(r1, c + vstep)], outs["vec"].dtype))
                     outs["spans"].write(np.asarray(seg.spans[r0:r1]))
                     so = np.asarray(seg.sentoff[r0 : r1 + 1], dtype=np.int64)
                     outs["sents"].write(np.asarray(seg.sents[so[0] : so[-1]]))
@@ -291,12 +323,15 @@ def merge_segments(
                     outs["entoff"].write(eo[1:] - eo[0] + n_e)
                     n_e += int(eo[-1] - eo[0])
                     outs["minhash"].write(
-                        np.asarray(seg.minhash[a:b]) if mh_dim else np.zeros((b - a, 0), np.uint32)
+                        narrow(seg.minhash[a:b]) if mh_dim else np.zeros((b - a, 0), np.uint16)
                     )
                     s0, s1 = int(off[0, SENT]), int(off[-1, SENT])
                     step = max(1, COPY_BYTES // max(4 * sv_dim, 1))
                     for c in range(s0, s1, step):  # codes copied; an older member's floats encoded
-                        outs["sentvec"].write(to_codes(np.asarray(seg.sentvec[c : min(s1, c + step)])))
+                        codes = to_codes(np.asarray(seg.sentence_rows(c, min(s1, c + step))))
+                        if keep is not None:  # a row stored before is not stored again
+                            codes, n_sv = codes[keep[n_sv : n_sv + len(codes)]], n_sv + len(codes)
+                        outs["sentvec"].write(codes)
                     at += off[-1] - off[0]
                     at[RECORD] = at[ENRICH] = at[TEXT]
                     if progress:
@@ -307,6 +342,8 @@ def merge_segments(
         os.replace(store_tmp, Path(f"{base}.store.bin"))
         for o in outs.values():
             o.close()
+        if keep is not None:
+            save_npy(Path(f"{base}.sentmap.npy"), rowmap)
     except BaseException:
         for o in outs.values():
             if not o.f.closed:

@@ -4,14 +4,18 @@ A segment is what one write (or one merge) adds; it is never modified, so index
 generations share it through hard links and a process loads it once. Files of
 segment ``seg-N`` (plain numpy and bytes, no pickle):
 
-``.npy``          [rows, dim] passage vectors (:mod:`search.vectors`), memory-mapped: float16
-                  when the segment has an ANN index (its floats only re-score candidates),
-                  float32 otherwise (older indexes: float32 always; :mod:`search.vector_codes`)
+``.npy``          [rows, dim] passage vectors (:mod:`search.vectors`), memory-mapped: int8
+                  codes when the segment has an ANN index (its rows only re-score
+                  candidates), float32 otherwise (older indexes: float16 or float32;
+                  :mod:`search.vector_codes`)
 ``.faiss``        its ANN index, when the segment is large enough (:mod:`search.vectors`)
 ``.store.bin``    per article: its text (UTF-8), then a JSON record of what a document
-                  record shows, then a JSON record of its entities and sentence spans,
-                  zlib-compressed behind a 0xFF byte when that is shorter (an older index:
-                  as it is). Each of the three is read back through
+                  record shows, then a JSON record of its entities (flat integers, and its
+                  sentence spans only when its passages' do not give them:
+                  ``local_segment_format.enrichment``; an older index: both as lists),
+                  each zlib-compressed behind a 0xFF byte (the record: 0xFE, with a preset
+                  dictionary of its keys) when that is shorter; an older index has some or
+                  all of them as they are. Each of the three is read back through
                   ``local_segment_format.unpack``, which tells by that first byte
 ``.store.npy``    int64 [docs + 1, 5]: where each article's text, record and enrichment start
                   in ``.store.bin``, its first passage row and its first sentence; the last
@@ -19,10 +23,15 @@ segment ``seg-N`` (plain numpy and bytes, no pickle):
 ``.spans.npy``    int32 [rows, 2] passage spans in article coordinates
 ``.sents.npy``    int32 [n, 2] sentence spans of the passages; ``.sentoff.npy`` int64
                   [rows + 1] where each passage's sentences start
-``.minhash.npy``  uint32 [docs, 128] near-duplicate signatures (or [docs, 0])
+``.minhash.npy``  uint16 [docs, 128] near-duplicate signatures, each minimum's low 16 bits
+                  (:func:`search.dedup.narrow`; an older index: uint32, narrowed when
+                  compared), or [docs, 0]
 ``.sentvec.npy``  int8 [sentences, dim] the articles' sentence vectors, in article order:
                   codes of unit vectors, read back re-normalised (:mod:`search.vector_codes`;
                   an older index's float16 rows are read as they are)
+``.sentmap.npy``  int32 [sentences], when rows repeat: ``.sentvec.npy`` then holds each
+                  distinct row once (in order of first use) and sentence i's is row
+                  ``sentmap[i]``; written only when that takes fewer bytes (no file: row i)
 ``.ents.npy``     int32 [m] the people and teams each passage names (codes, by passage row),
                   ``.entoff.npy`` int64 [rows + 1], ``.ents.json`` the codes' [group, name]
 
@@ -50,7 +59,7 @@ from ..errors import IndexFormatError
 from ..types import Article
 from ..vector_codes import decode_unit
 from ..vectors import Rows, load_vectors
-from .local_segment_format import ENRICH, RECORD, ROW, SENT, TEXT, unpack
+from .local_segment_format import ENRICH, RECORD, ROW, SENT, TEXT, passage_sentences, read_enrichment, unpack
 
 # Re-exported: every public name this module had before the write side moved out (a patch of
 # COPY_BYTES takes effect on local_segment_write, where merges read it).
@@ -130,6 +139,8 @@ class Segment:
         self.sentoff = arr(".sentoff.npy")
         self.minhash = arr(".minhash.npy")
         self.sentvec = Rows(f"{base}.sentvec.npy")
+        # Rows equal byte for byte stored once: sentence i is row sentmap[i] (no map: row i).
+        self.sentmap = arr(".sentmap.npy") if Path(f"{base}.sentmap.npy").exists() else None
         # Everything is opened now (maps and small reads), nothing later by path: a
         # generation's directory may be removed while a reader still holds its segments.
         self._entoff = arr(".entoff.npy")
@@ -200,16 +211,24 @@ class Segment:
         rec = json.loads(unpack(raw[b - a : c - a]))
         enr = json.loads(unpack(raw[c - a :]))
         art = Article.from_dict({**rec, "text": text})
-        # The enrichment was written by write_segment as [start, end, label] and [start, end]
-        # lists: tupled as they are, without from_dict's per-field conversion (~6 us of an
-        # article's ~60 us read, at ~30 articles a search).
-        art.entities = list(map(tuple, enr.get("entities") or ()))
-        art.sentences = list(map(tuple, enr.get("sentences") or ()))
+        # The enrichment as write_segment wrote it (local_segment_format.enrichment: flat
+        # integers, sentences from the passages' unless written; an older index's lists
+        # tupled as they are), without from_dict's per-field conversion.
+        r0, r1 = int(self.offsets[d, ROW]), int(self.offsets[d + 1, ROW])
+        art.entities, art.sentences = read_enrichment(  # type: ignore[assignment]
+            enr, lambda: passage_sentences(self.sents[int(self.sentoff[r0]) : int(self.sentoff[r1])].tolist())
+        )
         s0, s1 = int(self.offsets[d, SENT]), int(self.offsets[d + 1, SENT])
         if s1 - s0 == len(art.sentences) and self.sentvec.ndim == 2 and self.sentvec.shape[1]:
-            art.sentence_vectors = decode_unit(self.sentvec[s0:s1])
+            art.sentence_vectors = decode_unit(self.sentence_rows(s0, s1))
         self._articles.put(d, art)
         return art
+
+    def sentence_rows(self, s0: int, s1: int) -> np.ndarray:
+        """Sentences ``s0:s1``'s vector rows as stored (codes; an older index's floats)."""
+        if self.sentmap is None:
+            return self.sentvec[s0:s1]
+        return self.sentvec.gather(np.asarray(self.sentmap[s0:s1]))
 
     def sentences(self, row: int) -> list[tuple[int, int]]:
         lo, hi = int(self.sentoff[row]), int(self.sentoff[row + 1])
