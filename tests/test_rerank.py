@@ -155,7 +155,7 @@ def test_units_from_the_segment_arrays_equal_units_from_whole_articles(
 ) -> None:
     """The local reader gives a passage's sentences and vectors from the segment's arrays
     (no article read, #17): the same texts and the very same floats as the article path,
-    with headings, several segments and after a merge."""
+    with headings, rows shared by repeated sentences, several segments and after a merge."""
     rng = random.Random(4)
 
     def article(i: int) -> Article:
@@ -168,6 +168,8 @@ def test_units_from_the_segment_arrays_equal_units_from_whole_articles(
                     f"Player {i} scored goal {k} in minute {rng.randint(1, 90)} of match {j}."
                     for k in range(rng.randint(1, 9))
                 )
+                # A line every report carries: its vector row is stored once (.sentmap.npy).
+                + " Full report to follow."
             )
         return Article(id=f"a{i}", title=f"Report {i}", text="\n\n".join(parts))
 
@@ -184,6 +186,7 @@ def test_units_from_the_segment_arrays_equal_units_from_whole_articles(
                 e.add([article(30 + i) for i in range(10)])
             view = e._backend.reader()
             assert (len(view.segments) == 1) == merged, list(view.segments)
+            assert all(seg.sentmap is not None for seg in view.segments.values())
             pids = [p.id for d in e.documents() for p in e.passages_of(d.id)]
             assert len(pids) > 40
             direct, whole = stored_units(view, pids), stored_units(_ArticlesOnly(view), pids)

@@ -333,8 +333,11 @@ class Snapshot:
         idx = np.searchsorted(starts, np.asarray([a for a, _ in spans], dtype=starts.dtype))
         i0, i1 = int(idx[0]), int(idx[-1]) + 1
         if i1 - i0 == len(idx):  # consecutive sentences (always, as passages are chunked)
-            return texts, decode_unit(sv[s0 + i0 : s0 + i1])
-        return texts, decode_unit(sv[s0 + idx])
+            return texts, decode_unit(seg.sentence_rows(s0 + i0, s0 + i1))
+        # A shared row's sentences go through the segment's map (sentence_rows).
+        return texts, decode_unit(
+            np.concatenate([seg.sentence_rows(s0 + int(i), s0 + int(i) + 1) for i in idx])
+        )
 
     def signature_arrays(self) -> tuple[list[str], list[str], np.ndarray]:
         """Every live document's id, near-duplicate group and MinHash signature, as arrays."""
