@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .backends import Backend, DocRecord
 from .errors import DocumentNotFoundError, IndexFormatError, IndexMissingError, QueryError
@@ -384,16 +384,10 @@ class Engine(Writes, Retrieves):
     # -- documents -------------------------------------------------------------------
     def get_document(self, doc_id: str) -> Article:
         self._backend.refresh()
-        a = self._backend.article(doc_id)
-        if a is None:
-            raise DocumentNotFoundError(f"no document {doc_id!r} in the index: see `search list`")
-        return a
+        return _found(self._backend.article(doc_id), doc_id)
 
     def document_record(self, doc_id: str) -> DocRecord:
-        rec = self._backend.doc(doc_id)
-        if rec is None:
-            raise DocumentNotFoundError(f"no document {doc_id!r} in the index: see `search list`")
-        return rec
+        return _found(self._backend.doc(doc_id), doc_id)
 
     def documents(self) -> list[DocRecord]:
         self._backend.refresh()
@@ -454,19 +448,23 @@ class _Pinned:
         self._view = view
 
     def get_document(self, doc_id: str) -> Article:
-        a = self._view.article(doc_id)
-        if a is None:
-            raise DocumentNotFoundError(f"no document {doc_id!r} in the index: see `search list`")
-        return a
+        return _found(self._view.article(doc_id), doc_id)
 
     def document_record(self, doc_id: str) -> DocRecord:
-        rec = self._view.doc(doc_id)
-        if rec is None:
-            raise DocumentNotFoundError(f"no document {doc_id!r} in the index: see `search list`")
-        return rec
+        return _found(self._view.doc(doc_id), doc_id)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._engine, name)
+
+
+T = TypeVar("T")
+
+
+def _found(x: T | None, doc_id: str) -> T:
+    """``x``, or the error a missing document gives on every face."""
+    if x is None:
+        raise DocumentNotFoundError(f"no document {doc_id!r} in the index: see `search list`")
+    return x
 
 
 def _env_confidence() -> float | None:
