@@ -16,6 +16,10 @@ $(BIN)/search: pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet torch==2.13.0
 	$(BIN)/pip install --quiet -e ".[serve,dev,milvus,ray]"
+	# Byte-compile the package now: CPython 3.11 can raise "AST constructor recursion depth
+	# mismatch" when threads compile modules for the first time at once (a server's first
+	# concurrent queries on a fresh checkout; tests/test_reindex.py hit it once in CI).
+	$(BIN)/python -m compileall -q search
 	touch $(BIN)/search
 
 setup: $(BIN)/search
