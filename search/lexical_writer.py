@@ -20,6 +20,7 @@ from whoosh.filedb.filestore import FileStorage
 from whoosh.reading import SegmentReader
 from whoosh.util import IDCHARS
 
+from .lexical_bulk import add_document, fast_writer
 from .lexical_postings import (
     BOUND_B,
     FIELDS,
@@ -107,6 +108,7 @@ class LexicalWriter:
         self._ix = index.FileIndex(FileStorage(str(self.path)), indexname=indexname)
         self._writer = self._ix.writer()
         _decode_lengths_once(self._writer)
+        self._fast = fast_writer(self._writer)  # postings counted and written in bulk
         self._corr = Corrections.load(self.path / corrections_file(indexname))
         self._added = 0
 
@@ -135,7 +137,8 @@ class LexicalWriter:
         return n
 
     def add(self, pid: str, doc_id: str, analysed_text: str, analysed_title: str = "") -> None:
-        self._writer.add_document(pid=pid, doc_id=doc_id, text=analysed_text, title=analysed_title)
+        add = add_document if self._fast else type(self._writer).add_document
+        add(self._writer, pid=pid, doc_id=doc_id, text=analysed_text, title=analysed_title)
         self._added += 1
 
     def commit(self, optimize: bool = False, merge: bool = True) -> None:
