@@ -137,8 +137,8 @@ class MemoryPool:
                     yield fieldname, tbytes, d, w, v
 
     def cleanup(self) -> None:
-        self.terms.clear()
-        self.exact.clear()
+        """whoosh calls this once the segment is written; the postings are kept for the
+        segment's arrays (``lexical_writer.ensure_arrays``), and go with the writer."""
 
 
 def _encode(fmt: Any, freq: int) -> bytes:

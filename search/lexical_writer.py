@@ -20,7 +20,7 @@ from whoosh.filedb.filestore import FileStorage
 from whoosh.reading import SegmentReader
 from whoosh.util import IDCHARS
 
-from .lexical_bulk import add_document, fast_writer
+from .lexical_bulk import MemoryPool, add_document, fast_writer
 from .lexical_postings import (
     BOUND_B,
     FIELDS,
@@ -142,6 +142,8 @@ class LexicalWriter:
         self._added += 1
 
     def commit(self, optimize: bool = False, merge: bool = True) -> None:
+        # The segment this commit writes, and the postings it is written from (merged ones too).
+        pools = {self._writer.newsegment.segment_id(): self._writer.pool} if self._fast else {}
         self._writer.commit(optimize=optimize, merge=merge)
         # Corrections of segments that a merge rewrote are no longer needed.
         live = set(segment_names(index.FileIndex(FileStorage(str(self.path)), indexname=self.indexname)))
@@ -149,7 +151,8 @@ class LexicalWriter:
         self._corr.save(self.path / corrections_file(self.indexname))
         if self.arrays:
             # The new (or merged) segments' postings as arrays: queries never decode whoosh blocks.
-            ensure_arrays(self.path, index.FileIndex(FileStorage(str(self.path)), indexname=self.indexname))
+            ix = index.FileIndex(FileStorage(str(self.path)), indexname=self.indexname)
+            ensure_arrays(self.path, ix, pools)
 
     def cancel(self) -> None:
         try:
@@ -200,12 +203,13 @@ class _Sink:
         self.raw.unlink()
 
 
-def write_segment(directory: Path, reader: Any) -> None:
+def write_segment(directory: Path, reader: Any, pool: MemoryPool | None = None) -> None:
     """Write one whoosh segment's postings as arrays beside it (see the module docstring).
 
     Terms go in the order of their hash (the dictionary's order); each is decoded from
-    whoosh's blocks, its text and title postings merged, and appended to the arrays in
-    chunks of about WRITE_CHUNK postings.
+    whoosh's blocks (or taken from ``pool``, the postings the segment was just written
+    from: the same values, without decoding them back), its text and title postings
+    merged, and appended to the arrays in chunks of about WRITE_CHUNK postings.
     """
     segid = reader.segment().segment_id()
     prefix = f"{directory / segid}{SUFFIX}"
@@ -215,9 +219,13 @@ def write_segment(directory: Path, reader: Any) -> None:
     terms_reader = reader._terms
     fmt = {name: reader.schema[name].format for name in FIELDS}
     in_field: dict[str, set[bytes]] = {name: set() for name in FIELDS}
-    for fieldname, tbytes in terms_reader.terms():
-        if fieldname in in_field:
-            in_field[fieldname].add(tbytes)
+    if pool is not None:
+        for name in FIELDS:
+            in_field[name].update(pool.terms.get(name, ()))
+    else:
+        for fieldname, tbytes in terms_reader.terms():
+            if fieldname in in_field:
+                in_field[fieldname].add(tbytes)
     vocab = sorted(in_field["text"] | in_field["title"])
     hashes = np.array([term_hash(t.decode("utf-8")) for t in vocab], dtype=np.uint64)
     order = np.argsort(hashes, kind="stable")
@@ -235,6 +243,9 @@ def write_segment(directory: Path, reader: Any) -> None:
     def decode(field: str, tbytes: bytes) -> tuple[np.ndarray, np.ndarray] | None:
         if tbytes not in in_field[field]:
             return None
+        if pool is not None:  # what whoosh reads back: float32 weights, ascending documents
+            docs, weights, _, _ = pool.postings(field, tbytes)
+            return docs.astype(np.int32), weights.astype(np.float32).astype(np.float64)
         info = terms_reader.term_info(field, tbytes)
         return block_postings(reader._codec.postings_reader(terms_reader._postfile, info, fmt[field]))
 
@@ -318,7 +329,7 @@ def _save(path: Path, a: np.ndarray) -> None:
         np.save(f, np.ascontiguousarray(a), allow_pickle=False)
 
 
-def ensure_arrays(directory: Path, ix: Any) -> int:
+def ensure_arrays(directory: Path, ix: Any, pools: dict[str, MemoryPool] | None = None) -> int:
     """Write arrays for every segment of a whoosh index that has none; how many were written.
 
     Which segments lack arrays is read from the table of contents, and only those
@@ -328,5 +339,5 @@ def ensure_arrays(directory: Path, ix: Any) -> int:
     schema = ix.schema if missing else None
     for seg in missing:  # each segment's own reader: not every segment's term index
         with SegmentReader(ix.storage, schema, seg) as leaf:
-            write_segment(directory, leaf)
+            write_segment(directory, leaf, (pools or {}).get(seg.segment_id()))
     return len(missing)
