@@ -18,9 +18,13 @@ other field, and whoosh's own merges, add postings one by one as before.
 from __future__ import annotations
 
 import re
+import shutil
+import tempfile
 from array import array
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -33,6 +37,44 @@ from whoosh.writing import SegmentWriter
 _SPACE_SEPARATED = r"[^ \t\r\n]+"  # whoosh's SpaceSeparatedTokenizer
 _split = re.compile(_SPACE_SEPARATED).findall
 _COMPACT = (formats.Frequency, formats.Existence)  # a posting is its frequency: weight and value follow
+
+
+#: Postings a write holds in memory before spilling them to disk (whoosh's pool: 128 MB
+#: of pickled tuples; ours holds about 8 bytes a posting, so 256 MB is ~30M postings).
+POOL_MB = 256.0
+
+
+class _Run:
+    """One field's spilled postings: its terms in byte order, and each term's documents
+    and frequencies contiguous in two memory-mapped files."""
+
+    def __init__(self, terms: list[bytes], off: np.ndarray, docs: np.ndarray, freqs: np.ndarray) -> None:
+        self.terms, self.off, self.docs, self.freqs = terms, off, docs, freqs
+
+    @classmethod
+    def write(cls, path: Path, field: dict[bytes, tuple[array, array]]) -> _Run:
+        terms = sorted(field)
+        off = np.zeros(len(terms) + 1, dtype=np.int64)
+        with open(f"{path}.docs", "wb") as fd, open(f"{path}.freqs", "wb") as ff:
+            for i, t in enumerate(terms):
+                ids, freqs = field[t]
+                fd.write(ids)
+                ff.write(freqs)
+                off[i + 1] = off[i] + len(ids)
+        n = int(off[-1])
+        return cls(
+            terms,
+            off,
+            np.memmap(f"{path}.docs", dtype=np.uint32, mode="r", shape=(n,)),
+            np.memmap(f"{path}.freqs", dtype=np.uint32, mode="r", shape=(n,)),
+        )
+
+    def get(self, tbytes: bytes) -> tuple[np.ndarray, np.ndarray] | None:
+        i = bisect_left(self.terms, tbytes)
+        if i == len(self.terms) or self.terms[i] != tbytes:
+            return None
+        a, b = int(self.off[i]), int(self.off[i + 1])
+        return np.asarray(self.docs[a:b]), np.asarray(self.freqs[a:b])
 
 
 def _kind(field: Any) -> str | None:
@@ -57,11 +99,55 @@ class MemoryPool:
     when its weight and value are the ones its format derives from its frequency, as every
     posting of our fields' formats is; any other is kept as it came (``exact``)."""
 
-    def __init__(self, schema: Any) -> None:
+    def __init__(self, schema: Any, folder: Path | None = None, limit_mb: float = POOL_MB) -> None:
         self.schema = schema
         self.terms: dict[str, dict[bytes, tuple[array, array]]] = {}
         self.exact: dict[tuple[str, bytes], list[tuple[int, float, bytes]]] = {}
         self.fieldnames: set[str] = set()
+        self.runs: dict[str, list[_Run]] = {}  # spilled postings, oldest first
+        self.folder, self.limit = folder, limit_mb * 2**20
+        self._dir: Path | None = None
+        self._postings = self._terms = 0  # held in memory, for the size estimate
+        self._spilled = 0
+
+    def full(self) -> bool:
+        # ~8 bytes a posting in the arrays, ~250 a term (its key, two arrays, a dict slot).
+        return self.folder is not None and 8 * self._postings + 250 * self._terms > self.limit
+
+    def spill(self) -> None:
+        """Write the postings held in memory to disk, a run per field (sorted terms, their
+        postings contiguous, memory-mapped back): a write of any size holds at most
+        ``limit_mb`` of postings, as whoosh's own pool does."""
+        if self._dir is None:
+            assert self.folder is not None
+            self._dir = Path(tempfile.mkdtemp(prefix="pool-", dir=self.folder))
+        for fieldname, field in self.terms.items():
+            if field:
+                self._spilled += 1
+                path = self._dir / f"{self._spilled}-{fieldname}"
+                self.runs.setdefault(fieldname, []).append(_Run.write(path, field))
+                field.clear()
+        self._postings = self._terms = 0
+
+    def release(self) -> None:
+        """Drop everything, spilled runs included."""
+        self.terms.clear()
+        self.exact.clear()
+        self.runs.clear()
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
+    def fields(self) -> list[str]:
+        return sorted(self.fieldnames)
+
+    def term_list(self, fieldname: str) -> list[bytes]:
+        """The field's terms, in byte order (whoosh's)."""
+        got = set(self.terms.get(fieldname, ()))
+        got.update(t for f, t in self.exact if f == fieldname)
+        for run in self.runs.get(fieldname, ()):
+            got.update(run.terms)
+        return sorted(got)
 
     def _field(self, fieldname: str) -> dict[bytes, tuple[array, array]]:
         field = self.terms.get(fieldname)
@@ -75,6 +161,7 @@ class MemoryPool:
         got = field.get(tbytes)
         if got is None:
             got = field[tbytes] = (array("I"), array("I"))
+            self._terms += 1
         return got
 
     def add_counts(self, fieldname: str, docnum: int, counts: Iterable[tuple[str, int]]) -> None:
@@ -85,8 +172,10 @@ class MemoryPool:
             got = get(tbytes)
             if got is None:
                 got = field[tbytes] = (array("I"), array("I"))
+                self._terms += 1
             got[0].append(docnum)
             got[1].append(freq)
+            self._postings += 1
 
     def add(self, item: tuple[str, bytes, int, float, bytes | None]) -> None:
         fieldname, tbytes, docnum, weight, vbytes = item
@@ -97,18 +186,28 @@ class MemoryPool:
             ids.append(docnum)
             freqs.append(freq)
         else:
-            self._lists(fieldname, tbytes)
+            self._field(fieldname)
             self.exact.setdefault((fieldname, tbytes), []).append((docnum, weight, vbytes or b""))
+        self._postings += 1
+        if self.full():
+            self.spill()
 
     def postings(
         self, fieldname: str, tbytes: bytes
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[bytes] | None]:
         """A term's document numbers, weights (as whoosh's pool holds them), frequencies
         and values (None: derived from the frequencies), in document order."""
-        ids, freqs = self.terms[fieldname][tbytes]
         fmt = self.schema[fieldname].format
-        docs = np.frombuffer(ids, dtype=np.uint32) if len(ids) else np.zeros(0, np.uint32)
-        fr = np.frombuffer(freqs, dtype=np.uint32) if len(freqs) else np.zeros(0, np.uint32)
+        parts = [got for run in self.runs.get(fieldname, ()) if (got := run.get(tbytes)) is not None]
+        held = self.terms.get(fieldname, {}).get(tbytes)
+        if held is not None and len(held[0]):
+            parts.append((np.frombuffer(held[0], np.uint32), np.frombuffer(held[1], np.uint32)))
+        if len(parts) == 1:
+            docs, fr = parts[0]
+        elif parts:
+            docs, fr = np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+        else:
+            docs, fr = np.zeros(0, np.uint32), np.zeros(0, np.uint32)
         weights = _weights(fmt, fr)
         extra = self.exact.get((fieldname, tbytes))
         if not extra:
@@ -127,9 +226,9 @@ class MemoryPool:
 
     def iter_postings(self) -> Iterator[tuple[str, bytes, int, float, bytes]]:
         """Every posting in whoosh's order (field, term, document), as its pool yields them."""
-        for fieldname in sorted(self.terms):
+        for fieldname in self.fields():
             fmt = self.schema[fieldname].format
-            for tbytes in sorted(self.terms[fieldname]):
+            for tbytes in self.term_list(fieldname):
                 docs, weights, freqs, values = self.postings(fieldname, tbytes)
                 if values is None:
                     values = [_encode(fmt, int(f)) for f in freqs]
@@ -157,13 +256,14 @@ def _weights(fmt: Any, freqs: np.ndarray) -> np.ndarray:
     return np.full(len(freqs), fmt.field_boost, dtype=np.float64)
 
 
-def fast_writer(writer: Any) -> bool:
+def fast_writer(writer: Any, folder: Path | None = None) -> bool:
     """Give a whoosh SegmentWriter a :class:`MemoryPool` and the block-at-a-time commit
-    when its codec is whoosh 3's (whose buffers :func:`write_postings` fills); True if it did."""
+    when its codec is whoosh 3's (whose buffers :func:`write_postings` fills); True if it did.
+    ``folder``: where the pool spills postings past :data:`POOL_MB` (None: it never does)."""
     if type(writer) is not SegmentWriter or type(writer.codec) is not W3Codec:
         return False
     writer.pool.cleanup()
-    writer.pool = MemoryPool(writer.schema)
+    writer.pool = MemoryPool(writer.schema, folder)
     writer._bulk_kinds = {name: _kind(writer.schema[name]) for name in writer.schema.names()}
 
     def _flush_segment() -> None:
@@ -217,6 +317,8 @@ def add_document(writer: Any, **values: Any) -> None:
     pdw.finish_doc()
     writer._added = True
     writer.docnum += 1
+    if pool.full():
+        pool.spill()
 
 
 def write_postings(fw: W3FieldWriter, pool: MemoryPool, lengths: Any, ndocs: int) -> None:
@@ -224,7 +326,7 @@ def write_postings(fw: W3FieldWriter, pool: MemoryPool, lengths: Any, ndocs: int
     weights, values and length range are set in the postings writer's buffers as its
     ``add_posting`` would leave them, and written by its own ``_write_block`` (the last
     one by ``finish_term``, as whoosh does)."""
-    for fieldname in sorted(pool.terms):
+    for fieldname in pool.fields():
         field = pool.schema[fieldname]
         fmt = field.format
         fw.start_field(fieldname, field)
@@ -237,7 +339,7 @@ def write_postings(fw: W3FieldWriter, pool: MemoryPool, lengths: Any, ndocs: int
         # which the block writer joins into one string: a block's values are given as that
         # string, cut from all of the term's at once.
         size = fmt.fixed_value_size() if type(fmt) in _COMPACT else None
-        for tbytes in sorted(pool.terms[fieldname]):
+        for tbytes in pool.term_list(fieldname):
             docs, weights, freqs, values = pool.postings(fieldname, tbytes)
             blob = freqs.astype(">u4").tobytes() if values is None and size else b""
             fw.start_term(tbytes)

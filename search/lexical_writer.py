@@ -108,7 +108,7 @@ class LexicalWriter:
         self._ix = index.FileIndex(FileStorage(str(self.path)), indexname=indexname)
         self._writer = self._ix.writer()
         _decode_lengths_once(self._writer)
-        self._fast = fast_writer(self._writer)  # postings counted and written in bulk
+        self._fast = fast_writer(self._writer, self.path)  # postings counted and written in bulk
         self._corr = Corrections.load(self.path / corrections_file(indexname))
         self._added = 0
 
@@ -144,21 +144,29 @@ class LexicalWriter:
     def commit(self, optimize: bool = False, merge: bool = True) -> None:
         # The segment this commit writes, and the postings it is written from (merged ones too).
         pools = {self._writer.newsegment.segment_id(): self._writer.pool} if self._fast else {}
-        self._writer.commit(optimize=optimize, merge=merge)
-        # Corrections of segments that a merge rewrote are no longer needed.
-        live = set(segment_names(index.FileIndex(FileStorage(str(self.path)), indexname=self.indexname)))
-        self._corr.segments = {k: v for k, v in self._corr.segments.items() if k in live}
-        self._corr.save(self.path / corrections_file(self.indexname))
-        if self.arrays:
-            # The new (or merged) segments' postings as arrays: queries never decode whoosh blocks.
-            ix = index.FileIndex(FileStorage(str(self.path)), indexname=self.indexname)
-            ensure_arrays(self.path, ix, pools)
+        try:
+            self._writer.commit(optimize=optimize, merge=merge)
+            # Corrections of segments that a merge rewrote are no longer needed.
+            live = set(segment_names(index.FileIndex(FileStorage(str(self.path)), indexname=self.indexname)))
+            self._corr.segments = {k: v for k, v in self._corr.segments.items() if k in live}
+            self._corr.save(self.path / corrections_file(self.indexname))
+            if self.arrays:
+                # The new (or merged) segments' postings as arrays: queries never decode whoosh blocks.
+                ix = index.FileIndex(FileStorage(str(self.path)), indexname=self.indexname)
+                ensure_arrays(self.path, ix, pools)
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        if self._fast:
+            self._writer.pool.release()  # and any postings it spilled to disk
 
     def cancel(self) -> None:
         try:
             self._writer.cancel()
         except Exception:  # pragma: no cover
             pass
+        self._release()
 
 
 #: Postings decoded and held at once while a segment's arrays are written (~40 bytes
@@ -221,7 +229,7 @@ def write_segment(directory: Path, reader: Any, pool: MemoryPool | None = None) 
     in_field: dict[str, set[bytes]] = {name: set() for name in FIELDS}
     if pool is not None:
         for name in FIELDS:
-            in_field[name].update(pool.terms.get(name, ()))
+            in_field[name].update(pool.term_list(name))
     else:
         for fieldname, tbytes in terms_reader.terms():
             if fieldname in in_field:

@@ -135,3 +135,34 @@ def test_arrays_from_the_pool_are_the_decoded_ones(tmp_path: Path) -> None:
             assert np.array_equal(np.load(p), np.load(q)), p.name
         else:
             assert p.read_bytes() == q.read_bytes(), p.name
+
+
+def test_a_pool_past_its_limit_spills_and_writes_the_same(tmp_path: Path) -> None:
+    # A write bigger than the pool's memory spills sorted runs to disk and merges them
+    # back: the segment is still whoosh's bytes, and the runs are gone after the commit.
+    def build(path: Path, limit_mb: float | None) -> list[Any]:
+        lw.create(path)
+        w = lw.LexicalWriter(path)
+        if limit_mb is not None:
+            w._writer.pool.limit = limit_mb * 2**20
+        for d in _docs(1, 600, False):
+            w.add(d["pid"], d["doc_id"], d["text"], d["title"])
+        spilled = sum(len(r) for r in w._writer.pool.runs.values())
+        w.commit()
+        assert not [p for p in path.iterdir() if p.name.startswith("pool-")]
+        return [spilled, *index.FileIndex(FileStorage(str(path)), indexname="MAIN")._segments()]
+
+    small, *ours = build(tmp_path / "small", 0.05)
+    none, *whole = build(tmp_path / "whole", None)
+    assert small >= 6 and none == 0
+    for a, b in zip(ours, whole, strict=True):
+        assert _files(tmp_path / "small", a) == _files(tmp_path / "whole", b)
+    for p in (tmp_path / "whole").iterdir():
+        if SUFFIX in p.name and p.suffix == ".npy":
+            assert np.array_equal(
+                np.load(p), np.load(tmp_path / "small" / p.name.replace(*_seg(whole, ours)))
+            )
+
+
+def _seg(a: list[Any], b: list[Any]) -> tuple[str, str]:
+    return a[0].segment_id(), b[0].segment_id()
