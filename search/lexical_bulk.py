@@ -23,7 +23,7 @@ import tempfile
 from array import array
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -164,18 +164,20 @@ class MemoryPool:
             self._terms += 1
         return got
 
-    def add_counts(self, fieldname: str, docnum: int, counts: Iterable[tuple[str, int]]) -> None:
+    def add_counts(self, fieldname: str, docnum: int, counts: dict[str, int]) -> None:
+        """One document's terms of one field, each with its frequency."""
         field = self._field(fieldname)
         get = field.get  # inlined _lists: this runs once per posting
-        for term, freq in counts:
+        before = len(field)
+        for term, freq in counts.items():
             tbytes = term.encode("utf-8")
             got = get(tbytes)
             if got is None:
                 got = field[tbytes] = (array("I"), array("I"))
-                self._terms += 1
             got[0].append(docnum)
             got[1].append(freq)
-            self._postings += 1
+        self._terms += len(field) - before
+        self._postings += len(counts)
 
     def add(self, item: tuple[str, bytes, int, float, bytes | None]) -> None:
         fieldname, tbytes, docnum, weight, vbytes = item
@@ -297,11 +299,11 @@ def add_document(writer: Any, **values: Any) -> None:
                 kind = kinds.get(name)
                 if kind == "words":
                     counts = Counter(_split(value))
-                    pool.add_counts(name, docnum, counts.items())
+                    pool.add_counts(name, docnum, counts)
                     if field.scorable:
                         length = sum(counts.values())
                 elif kind == "id":
-                    pool.add_counts(name, docnum, [(value, 1)])
+                    pool.add_counts(name, docnum, {value: 1})
                     length = 1 if field.scorable else 0
                 else:  # whoosh's own analysis: what SegmentWriter.add_document does
                     for tbytes, freq, weight, vbytes in field.index(value):

@@ -98,7 +98,7 @@ def test_bulk_segments_are_whooshs_bytes(tmp_path: Path, schema: Any, batches: i
 def test_pool_keeps_a_posting_its_format_cannot_derive() -> None:
     # A weight no frequency explains (a boosted posting) is kept as it came, in order.
     pool = MemoryPool(lw.make_schema())
-    pool.add_counts("text", 3, [("goal", 2)])
+    pool.add_counts("text", 3, {"goal": 2})
     pool.add(("text", b"goal", 1, 7.5, b"\x00\x00\x00\x01"))
     docs, weights, _, values = pool.postings("text", b"goal")
     assert docs.tolist() == [1, 3]
