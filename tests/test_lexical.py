@@ -206,8 +206,8 @@ def test_an_article_analysed_once_gives_each_passage_its_own_terms() -> None:
     """The write analyses an article once and slices each passage's terms out: the same
     terms as analysing each passage, the title and the whole on their own, including where
     a word crosses a passage's edge or NFKC changes the text's length (which fall back)."""
-    from search.backends.local_write import _analysed, _doc_text
     from search.chunk import chunk
+    from search.lexical_process import analysed, doc_text
     from search.text import headline
     from search.types import Article, Passage
 
@@ -231,7 +231,7 @@ def test_an_article_analysed_once_gives_each_passage_its_own_terms() -> None:
         old = (
             " ".join(analyze(headline(art.title, art.text))),
             [" ".join(analyze(p.text)) for p in ps],
-            _doc_text(art.title, art.text),
+            doc_text(art.title, art.text),
         )
-        assert _analysed(art, ps) == old, art.id
+        assert analysed(art.title, art.text, [(p.start, p.end) for p in ps]) == old, art.id
     assert len(cases) > 4 and all(len(ps) > 1 for _, ps in cases[:-2])

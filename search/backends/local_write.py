@@ -16,15 +16,16 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
-from bisect import bisect_left
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .. import lexical as lx
-from ..text import analyze, analyze_spans, headline, stable
+from .. import lexical_process as lp
+from ..text import analyze, headline
 from ..types import Article
 from ..vectors import DEFAULT_ANN
 from . import WriteBatch, record_entities
@@ -43,39 +44,6 @@ from .local_store import Segment, merge_segments, remove_segment, write_segment
 from .local_table import Table, TableBuilder
 
 MERGE_FANOUT = 8  # merge vector segments once this many share a size tier
-
-
-def _doc_text(title: str, text: str) -> str:
-    """An article as the document-level index holds it: its title and whole text, analysed."""
-    return " ".join(analyze(f"{headline(title, text)}\n{text}"))
-
-
-def _analysed(art: Article, passages: list[Any]) -> tuple[str, list[str], str]:
-    """The article's indexed title, passages and whole text, its words analysed once (a
-    passage is a span of the article, and passages overlap): the same terms as analysing
-    each on its own, which it falls back to where a word would cross a passage's edge or
-    Unicode normalisation would change the text's length."""
-    head = headline(art.title, art.text)
-    title = analyze(head)
-    spans = analyze_spans(art.text)
-    starts = [s for _, s, _ in spans]
-    out: list[str] = []
-    for p in passages:
-        lo, hi = bisect_left(starts, p.start), bisect_left(starts, p.end)
-        if (
-            (hi > lo and spans[hi - 1][2] > p.end)
-            or (lo > 0 and spans[lo - 1][2] > p.start)
-            or not stable(art.text)
-        ):
-            return (
-                " ".join(title),
-                [" ".join(analyze(q.text)) for q in passages],
-                _doc_text(art.title, art.text),
-            )
-        out.append(" ".join(t for t, _, _ in spans[lo:hi]))
-    if not stable(head):
-        return " ".join(title), out, _doc_text(art.title, art.text)
-    return " ".join(title), out, " ".join(title + [t for t, _, _ in spans])
 
 
 def _tier(rows: int) -> int:
@@ -108,7 +76,7 @@ class GenerationWriter:
             # Everything goes: a fresh whoosh directory instead of deleting every passage.
             shutil.rmtree(self.tmp / "lexical")
             lx.create(self.tmp / "lexical")
-        self._lex: tuple[lx.LexicalWriter, lx.LexicalWriter] | None = None
+        self._lex: lp.InProcess | lp.Child | None = None
         self._uncommitted: set[str] = set()  # ids added to whoosh since its last commit
         self.written: list[str] = []  # segments this write added
         self._opened: dict[str, Segment] = {}  # a few segments not in the process's cache
@@ -118,18 +86,18 @@ class GenerationWriter:
         self.done = False
 
     # -- whoosh ----------------------------------------------------------------------
-    def _writers(self) -> tuple[lx.LexicalWriter, lx.LexicalWriter]:
+    def _lexical(self, articles: int = 0) -> lp.InProcess | lp.Child:
+        """The write's lexical side: in a child process when the write is a bulk one (its
+        first batch ``lp.BULK_ARTICLES`` or more articles) and there is a second core."""
         if self._lex is None:
-            self._lex = (
-                lx.LexicalWriter(self.tmp / "lexical"),
-                lx.LexicalWriter(self.tmp / "lexical", indexname=lx.DOCS),
-            )
+            path = self.tmp / "lexical"
+            bulk = articles >= lp.BULK_ARTICLES and (os.cpu_count() or 1) > 1
+            self._lex = lp.start(path) if bulk else lp.InProcess(path)
         return self._lex
 
     def _commit_lexical(self) -> None:
         if self._lex is not None:
-            for w in self._lex:
-                w.commit()
+            self._lex.commit()
             self._lex = None
         self._uncommitted.clear()
 
@@ -162,15 +130,14 @@ class GenerationWriter:
                 f"{doc_id}#{i}": (" ".join(analyze(text[int(a) : int(b)])), atitle)
                 for i, (a, b) in enumerate(seg.spans[first : first + self.table.passages(doc_id)].tolist())
             }
-            w, dw = self._writers()
-            w.delete_doc(doc_id, passages)
-            dw.delete_doc(doc_id, {doc_id: _doc_text(title, text)})
+            self._lexical().delete(doc_id, passages, lp.doc_text(title, text))
             self.table.remove(doc_id)
             gone.append(doc_id)
         return gone
 
     def add(self, batch: WriteBatch) -> None:
         """Write one batch of articles (a document already there is replaced) as a new segment."""
+        self._lexical(len(batch.articles))  # in a child process or not: the first batch decides
         if batch.remove:
             self.remove(batch.remove)
         # Within one batch the last version of a document wins.
@@ -189,6 +156,13 @@ class GenerationWriter:
         sentences = pick(batch.sentences, [])
         minhash = pick(batch.minhash, "")
         self.remove([a.id for a in articles if self.table.where(a.id) is not None])
+        # First, so a child process analyses and indexes them while this thread goes on.
+        self._lexical(len(articles)).add(
+            [
+                (a.id, a.title, a.text, [(p.id, p.start, p.end) for p in ps])
+                for a, ps in zip(articles, passages)
+            ]
+        )
         if batch.embedding:
             self.embedding = dict(batch.embedding)
         if batch.entities:
@@ -217,14 +191,9 @@ class GenerationWriter:
             self.manifest["ann"],
         )
         self.written.append(name)
-        w, dw = self._writers()
         row = 0
         for i, art in enumerate(articles):
             ps = passages[i]
-            title, texts, whole = _analysed(art, ps)
-            for p, text in zip(ps, texts):
-                w.add(p.id, p.doc_id, text, title)
-            dw.add(art.id, art.id, whole)
             self.table.add(
                 art.id,
                 name,
@@ -245,7 +214,9 @@ class GenerationWriter:
         if not write:
             self.abort()
             return None
-        self._commit_lexical()
+        # The lexical commit runs in its child (a bulk write) beside the vector merges.
+        if self._lex is not None:
+            self._lex.start_commit()
         self.table.seal()
         if len(self.written) > 1:  # one segment per write, as a write of everything at once
             self._merge(self.written)
@@ -257,6 +228,10 @@ class GenerationWriter:
         for p in self.tmp.glob("seg-*"):
             if p.name.split(".", 1)[0] not in used:
                 p.unlink(missing_ok=True)
+        if self._lex is not None:
+            self._lex.wait()
+            self._lex = None
+        self._uncommitted.clear()
         m = self.manifest
         if self.embedding:
             # Record how the vectors were made (backend, ONNX hash, measured distance to the
@@ -288,8 +263,7 @@ class GenerationWriter:
 
     def abort(self) -> None:
         if self._lex is not None:
-            for w in self._lex:
-                w.cancel()
+            self._lex.cancel()
             self._lex = None
         shutil.rmtree(self.tmp, ignore_errors=True)
         self.done = True
