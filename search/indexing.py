@@ -170,9 +170,9 @@ class Duplicates:
     def mark(self, batch: WriteBatch, report: WriteReport) -> None:
         from . import dedup
 
-        sigs = np.stack([dedup.signature(a.text) for a in batch.articles]) if batch.articles else None
-        if sigs is None:
+        if not batch.articles:
             return
+        sigs = dedup.signatures([a.text for a in batch.articles])
         found = self.index.assign([a.id for a in batch.articles], dedup.narrow(sigs))
         for i, (a, (group, _)) in enumerate(zip(batch.articles, found)):
             batch.minhash[i] = dedup.encode(sigs[i])
