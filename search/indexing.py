@@ -98,11 +98,12 @@ def chunk_and_tag(articles: list[Article], tagger: Any, clock: Clock) -> Prepare
 
     prep = Prepared(articles)
     for a in articles:
-        ps = chunk(a.id, a.text, target_chars=CHUNK_TARGET, overlap=CHUNK_OVERLAP)
+        segmented = segment(a.text)
+        ps = chunk(a.id, a.text, target_chars=CHUNK_TARGET, overlap=CHUNK_OVERLAP, units=segmented)
         prep.passages.append(ps)
         # Sentence spans are stored with each passage (and the article) so the
         # query-time reranker and the answer stage never re-split text.
-        units = [(u.start, u.end) for u in segment(a.text) if not u.heading]
+        units = [(u.start, u.end) for u in segmented if not u.heading]
         a.sentences = units
         prep.sentences.append([[(s, e) for s, e in units if s >= p.start and e <= p.end] for p in ps])
     with clock.busy("ner"):
