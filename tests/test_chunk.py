@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from search import indexing
+from search import chunk_sentences, indexing
 from search.chunk import chunk, heading_spans, segment, sentence_spans
 from search.engine import CHUNK_OVERLAP, CHUNK_TARGET
 from search.types import Article, Passage
@@ -339,3 +340,45 @@ def test_write_path_chunks_seeds_as_chunk_alone() -> None:
 def test_property_chunk_with_given_units_is_chunk_alone(text: str, target: int, overlap: int) -> None:
     assert chunk("d", text, target, overlap, units=segment(text)) == chunk("d", text, target, overlap)
     _check_chunk_and_tag([text])
+
+
+def _ref_split_sentences(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The old sentence splitter: whitespace after a mark skipped one character at a time."""
+    end_re = re.compile(r"(?:[.!?]+|…+)[\"'”’»)\]]*(?=\s+\S)")
+    spans: list[tuple[int, int]] = []
+    s = start
+    for m in end_re.finditer(text, start, end):
+        nxt = m.end()
+        while nxt < end and text[nxt].isspace():
+            nxt += 1
+        if nxt >= end or not chunk_sentences._is_boundary(text, s, m, nxt, end):
+            continue
+        spans.append((s, m.end()))
+        s = nxt
+    spans.append((s, end))
+    return spans
+
+
+_SPACES = "".join(chr(c) for c in range(0x110000) if chr(c).isspace())
+
+
+def test_regex_whitespace_is_str_isspace() -> None:
+    # _split_sentences finds where a sentence starts with \s; the old code used isspace().
+    assert re.fullmatch(r"\s+", _SPACES)
+    assert not any(re.match(r"\s", chr(c)) for c in range(0x110000) if not chr(c).isspace())
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        article_text(),
+        st.text(max_size=400),
+        st.lists(st.sampled_from([*WORDS, *ENDS, *_SPACES, "U.S. The", "Dr. No"]), max_size=60).map("".join),
+    ),
+    st.data(),
+)
+def test_property_split_sentences_equals_the_reference(text: str, data: st.DataObject) -> None:
+    start = data.draw(st.integers(0, len(text)))
+    end = data.draw(st.integers(start, len(text)))
+    assert chunk_sentences._split_sentences(text, start, end) == _ref_split_sentences(text, start, end)
+    assert chunk_sentences._split_sentences(text, 0, len(text)) == _ref_split_sentences(text, 0, len(text))
