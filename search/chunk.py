@@ -151,6 +151,7 @@ def chunk(
     text: str,
     target_chars: int = DEFAULT_TARGET_CHARS,
     overlap: int = DEFAULT_OVERLAP,
+    units: list[Unit] | None = None,
 ) -> list[Passage]:
     """Pack an article's sentences into passages of about ``target_chars`` characters.
 
@@ -163,12 +164,14 @@ def chunk(
     * A heading is never the last unit of a passage: it travels with the text it heads.
 
     Passage ids are ``f"{article_id}#{n}"``; ``text[p.start:p.end] == p.text`` always holds.
+    ``units`` is ``segment(text)`` when the caller has it already (the write path keeps
+    the sentences too: segmenting twice cost it as much as chunking, #17).
     """
     if target_chars < 1:
         raise ValueError(f"target_chars must be positive, got {target_chars}")
     if overlap < 0:
         raise ValueError(f"overlap must be zero or more, got {overlap}")
-    units = _split_long(text, segment(text), target_chars)
+    units = _split_long(text, segment(text) if units is None else units, target_chars)
     groups = _pack(units, target_chars, overlap)
     return [
         Passage(

@@ -15,7 +15,10 @@ import re
 
 # A sentence-final mark: full stops / ?! runs or an ellipsis, then any closing quotes or
 # brackets, provided more text follows after whitespace (the text's end is handled apart).
-_END = re.compile(r"(?:[.!?]+|…+)[\"'”’»)\]]*(?=\s+\S)")
+# The whitespace is group 1, so where the next sentence would start is its end (\s is
+# str.isspace: both are Py_UNICODE_ISSPACE).
+_END = re.compile(r"(?:[.!?]+|…+)[\"'”’»)\]]*(?=(\s+)\S)")
+_ACRONYM = re.compile(r"(?:[A-Za-z]\.)+[A-Za-z]")
 _TERMINAL_TAIL = re.compile(r"(?:[.!?]+|…+)[\"'”’»)\]]*$")
 _WORD = re.compile(r"\S+")
 
@@ -114,9 +117,7 @@ def _split_sentences(text: str, start: int, end: int) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     s = start
     for m in _END.finditer(text, start, end):
-        nxt = m.end()
-        while nxt < end and text[nxt].isspace():
-            nxt += 1
+        nxt = m.end(1)
         if nxt >= end or not _is_boundary(text, s, m, nxt, end):
             continue
         spans.append((s, m.end()))
@@ -144,7 +145,7 @@ def _is_boundary(text: str, sent_start: int, m: re.Match[str], nxt: int, end: in
         return False
     if len(tok) == 1 and tok.isupper():
         return False  # an initial: "J. Smith"
-    if re.fullmatch(r"(?:[A-Za-z]\.)+[A-Za-z]", tok):
+    if _ACRONYM.fullmatch(tok):
         # "U.S." or "p.m.": a boundary only before a very common sentence opener.
         nm = _WORD.match(text, nxt, end)
         word = nm.group(0).strip(_STRIP) if nm else ""

@@ -6,7 +6,9 @@ index finds the same candidates (two stories share a band of their MinHash signa
 from sorted arrays, 8 bytes a document and band (a 32-bit hash of the band and the row),
 and checks each candidate on all 128 minima, as the finder does. Documents come in
 batches: a batch is looked up against every earlier batch at once (one ``searchsorted``
-per run and band), and against its own earlier documents one by one.
+per run and band), and against its own earlier documents by sorting its band keys; the
+candidates' similarities are computed together, and only a story with a candidate at the
+threshold is then handled on its own, in order (a copy takes its original's group).
 
 Documents already in the index (a write that adds to it) are held unindexed until a
 batch is large enough to pay for sorting them: a small ``search add`` compares its few
@@ -28,6 +30,11 @@ DIRECT_BUDGET = 8_000_000
 #: directly: hashing every held signature's bands costs more than comparing them with a
 #: few new ones (adding one article to 301,259 stored: 0.5 s of hashing against ~0.05 s).
 FEW_NEW = 4
+#: Candidate pairs compared per numpy step of :meth:`BandIndex.assign` (2 x 16 MiB gathered).
+PAIRS_STEP = 32_768
+#: Candidate pairs (before duplicates are dropped) gathered at once by :meth:`BandIndex.assign`:
+#: more new documents at a time when each has few, one at a time when one has more.
+PAIR_BUDGET = 1 << 20
 
 
 def band_keys(sigs: np.ndarray) -> np.ndarray:
@@ -94,65 +101,148 @@ class BandIndex:
             order = np.argsort(k, axis=1, kind="stable")
             self._runs[-2:] = [(np.take_along_axis(k, order, axis=1), np.take_along_axis(s, order, axis=1))]
 
-    def _indexed_candidates(self, keys: np.ndarray) -> list[np.ndarray]:
-        """Per new document, the slots of indexed stories sharing a band with it."""
-        found: list[list[np.ndarray]] = [[] for _ in range(len(keys))]
+    def _bounds(self, keys: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Per run and band: its slots, and where each new document's key starts and ends in it."""
+        out = []
         for run_keys, run_slots in self._runs:
             for band in range(BANDS):
                 col = run_keys[band]
                 lo = np.searchsorted(col, keys[:, band], side="left")
                 hi = np.searchsorted(col, keys[:, band], side="right")
-                for i in np.flatnonzero(hi > lo).tolist():
-                    found[i].append(run_slots[band, lo[i] : hi[i]])
-        return [np.concatenate(f).astype(np.int64) if f else np.zeros(0, np.int64) for f in found]
+                out.append((run_slots[band], lo, hi))
+        return out
+
+    def _held_hits(self, keys: np.ndarray, sigs: np.ndarray) -> list[np.ndarray]:
+        """Per new document, the held slots sharing a band with it: by the held stories'
+        band keys, or, for a few new documents, minimum by minimum (the same test without
+        hashing every held signature)."""
+        if not len(self._held):
+            return []
+        held_sigs = self._held_sigs()
+        if len(keys) > FEW_NEW:
+            held_keys = band_keys(held_sigs)
+            hits = [np.flatnonzero((held_keys == k).any(axis=1)) for k in keys]
+        else:
+            # A band is two uint32 minima: one uint64 compares both at once.
+            held64 = np.ascontiguousarray(held_sigs).view(np.uint64)
+            hits = [
+                np.flatnonzero((held64 == np.ascontiguousarray(sig).view(np.uint64)).any(axis=1))
+                for sig in sigs
+            ]
+        return [self._held[h].astype(np.int64) for h in hits]
 
     def assign(self, ids: Sequence[str], sigs: np.ndarray) -> list[tuple[str | None, float]]:
         """For each new story in order: (the group of the story it copies, or None; similarity).
 
         Each is compared with every story before it, in earlier batches and in this one,
         then added with its group (the copied story's group, or its own id).
+
+        The candidates (stories sharing a band) and their similarities are found for many
+        new stories at once in numpy (as many as ``PAIR_BUDGET`` candidate pairs allow);
+        only a story with a candidate at the threshold is then looked at on its own, in
+        order, since a copy takes its original's group (#17: a Python step per story and
+        band cost more than the rest of the lookup).
         """
+        if not len(ids):
+            return []
         sigs = np.asarray(sigs, dtype=np.uint32).reshape(len(ids), NUM_PERM)
         keys = band_keys(sigs)
         if len(self._held) * len(ids) > DIRECT_BUDGET:
             self._index_held()
-        indexed = self._indexed_candidates(keys)
-        held_sigs = self._held_sigs() if len(self._held) else None
-        few = len(ids) <= FEW_NEW
-        held_keys = band_keys(held_sigs) if held_sigs is not None and not few else None
-        held64 = np.ascontiguousarray(held_sigs).view(np.uint64) if held_sigs is not None and few else None
+        held = self._held_hits(keys, sigs)
+        bounds = self._bounds(keys)
+        later, earlier = _batch_pairs(keys)
         first_new = self._n
-        local: list[dict[int, list[int]]] = [{} for _ in range(BANDS)]
+        self._append(ids, sigs, list(ids))  # each group is set below, in order
+        total = self._n
+        per_doc = sum((hi - lo for _, lo, hi in bounds), np.zeros(len(ids), dtype=np.int64))
+        if held:
+            per_doc += np.fromiter(map(len, held), dtype=np.int64, count=len(held))
+        chosen: dict[int, tuple[int, float]] = {}
+        for a, b in _spans(per_doc, PAIR_BUDGET):
+            codes = []
+            for run_slots, lo, hi in bounds:
+                hit = np.flatnonzero(hi[a:b] > lo[a:b])
+                if len(hit):
+                    doc, pos = _ranges(hit + a, lo[a:b][hit], hi[a:b][hit])
+                    codes.append(doc * total + run_slots[pos])
+            codes += [i * total + held[i] for i in range(a, b) if held and len(held[i])]
+            mine = (later >= a) & (later < b)
+            codes.append(later[mine] * total + earlier[mine] + first_new)
+            self._choose(ids, sigs, np.unique(np.concatenate(codes)), total, chosen)
         out: list[tuple[str | None, float]] = []
-        for i, (doc_id, sig) in enumerate(zip(ids, sigs)):
-            parts = [indexed[i]]
-            if held_keys is not None:
-                hit = np.flatnonzero((held_keys == keys[i]).any(axis=1))
-                parts.append(self._held[hit])
-            elif held64 is not None:
-                # The same test as the band keys (a band's minima all equal), without hashing.
-                # A band is two uint32 minima: one uint64 compares both at once.
-                same = held64 == np.ascontiguousarray(sig, dtype=np.uint32).view(np.uint64)
-                parts.append(self._held[np.flatnonzero(same.any(axis=1))])
-            near = {j for band, k in zip(local, keys[i].tolist()) for j in band.get(k, ())}
-            if near:
-                parts.append(np.fromiter(near, dtype=np.int64, count=len(near)) + first_new)
-            cand = np.unique(np.concatenate(parts)) if len(parts) > 1 or len(parts[0]) else parts[0]
+        for i, doc_id in enumerate(ids):
             group: str | None = None
             best = 0.0
-            if len(cand):
-                sims = (self._sigs[cand] == sig[None, :]).mean(axis=1)
-                for j in np.argsort(-sims, kind="stable").tolist():
-                    if sims[j] < self.threshold:
-                        break
-                    slot = int(cand[j])
-                    if self.ids[slot] != doc_id:
-                        group, best = self.groups[slot], float(sims[j])
-                        break
-            self._append([doc_id], sig[None, :], [group or doc_id])
-            for band, k in zip(local, keys[i].tolist()):
-                band.setdefault(k, []).append(i)
+            if i in chosen:
+                slot_i, best = chosen[i]
+                group = self.groups[slot_i]  # an earlier story: its group is set already
+            self.groups[first_new + i] = group or doc_id
             out.append((group, best))
-        if len(ids):
-            self._add_run(np.arange(first_new, first_new + len(ids), dtype=np.int32))
+        self._add_run(np.arange(first_new, total, dtype=np.int32))
         return out
+
+    def _choose(
+        self,
+        ids: Sequence[str],
+        sigs: np.ndarray,
+        code: np.ndarray,
+        total: int,
+        chosen: dict[int, tuple[int, float]],
+    ) -> None:
+        """For each new document among the pairs ``code`` (document * total + slot, sorted),
+        the most similar other story at the threshold (the lowest slot among equals)."""
+        doc, slot = code // total, code % total
+        sims = np.empty(len(code), dtype=np.float64)
+        for lo in range(0, len(code), PAIRS_STEP):
+            d, s = doc[lo : lo + PAIRS_STEP], slot[lo : lo + PAIRS_STEP]
+            sims[lo : lo + PAIRS_STEP] = (self._sigs[s] == sigs[d]).mean(axis=1)
+        near = np.flatnonzero(sims >= self.threshold)
+        near = near[np.lexsort((slot[near], -sims[near], doc[near]))]
+        for d, s, sim in zip(doc[near].tolist(), slot[near].tolist(), sims[near].tolist()):
+            if d not in chosen and self.ids[s] != ids[d]:
+                chosen[d] = (s, sim)
+
+
+def _joined(parts: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
+
+
+def _ranges(owner: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``owner[i]`` repeated and the positions ``lo[i] .. hi[i] - 1``, for all i, flattened."""
+    n = hi - lo
+    first = np.cumsum(n) - n
+    return np.repeat(owner, n), np.arange(int(n.sum())) - np.repeat(first - lo, n)
+
+
+def _spans(counts: np.ndarray, budget: int) -> list[tuple[int, int]]:
+    """Consecutive documents ``[a, b)`` whose counts add up to at most ``budget`` (or one document)."""
+    out = []
+    a, acc = 0, 0
+    for i, c in enumerate(counts.tolist()):
+        if acc and acc + c > budget:
+            out.append((a, i))
+            a, acc = i, 0
+        acc += c
+    out.append((a, len(counts)))
+    return out
+
+
+def _batch_pairs(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(later, earlier) for every two documents of a batch sharing a band key, each pair once.
+
+    Each band's keys are sorted (stably, so equal keys keep document order) and compared
+    with the keys ``d`` places on, for d = 1, 2, ... until no two are equal: in a sorted
+    column, keys equal ``d + 1`` apart are equal ``d`` apart too.
+    """
+    n = len(keys)
+    order = np.argsort(keys, axis=0, kind="stable")
+    ordered = np.take_along_axis(keys, order, axis=0)
+    pairs: list[np.ndarray] = []
+    for d in range(1, n):
+        rows, bands = np.nonzero(ordered[d:] == ordered[:-d])
+        if not len(rows):
+            break
+        pairs.append(np.unique(order[rows + d, bands].astype(np.int64) * n + order[rows, bands]))
+    code = np.unique(_joined(pairs))
+    return code // max(n, 1), code % max(n, 1)

@@ -98,11 +98,12 @@ def chunk_and_tag(articles: list[Article], tagger: Any, clock: Clock) -> Prepare
 
     prep = Prepared(articles)
     for a in articles:
-        ps = chunk(a.id, a.text, target_chars=CHUNK_TARGET, overlap=CHUNK_OVERLAP)
+        segmented = segment(a.text)
+        ps = chunk(a.id, a.text, target_chars=CHUNK_TARGET, overlap=CHUNK_OVERLAP, units=segmented)
         prep.passages.append(ps)
         # Sentence spans are stored with each passage (and the article) so the
         # query-time reranker and the answer stage never re-split text.
-        units = [(u.start, u.end) for u in segment(a.text) if not u.heading]
+        units = [(u.start, u.end) for u in segmented if not u.heading]
         a.sentences = units
         prep.sentences.append([[(s, e) for s, e in units if s >= p.start and e <= p.end] for p in ps])
     with clock.busy("ner"):
@@ -170,9 +171,9 @@ class Duplicates:
     def mark(self, batch: WriteBatch, report: WriteReport) -> None:
         from . import dedup
 
-        sigs = np.stack([dedup.signature(a.text) for a in batch.articles]) if batch.articles else None
-        if sigs is None:
+        if not batch.articles:
             return
+        sigs = dedup.signatures([a.text for a in batch.articles])
         found = self.index.assign([a.id for a in batch.articles], dedup.narrow(sigs))
         for i, (a, (group, _)) in enumerate(zip(batch.articles, found)):
             batch.minhash[i] = dedup.encode(sigs[i])

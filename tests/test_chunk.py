@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from search import chunk_sentences, indexing
 from search.chunk import chunk, heading_spans, segment, sentence_spans
+from search.engine import CHUNK_OVERLAP, CHUNK_TARGET
+from search.types import Article, Passage
 
 SEEDS = Path(__file__).resolve().parent.parent / "seeds"
 
@@ -293,3 +297,88 @@ def test_property_sentence_spans_cover_text(text: str) -> None:
 )
 def test_property_passages_keep_invariants(text: str, target: int, overlap: int) -> None:
     assert_passages(text, "doc/a.txt", target, overlap)
+
+
+# --- the write path's one segmentation (#17) ----------------------------------------
+
+
+def _ref_chunk_and_tag(
+    articles: list[Article],
+) -> tuple[list[list[Passage]], list[list[list[tuple[int, int]]]]]:
+    """What ``indexing.chunk_and_tag`` gave when it segmented each article twice."""
+    passages, sentences = [], []
+    for a in articles:
+        ps = chunk(a.id, a.text, target_chars=CHUNK_TARGET, overlap=CHUNK_OVERLAP)
+        units = [(u.start, u.end) for u in segment(a.text) if not u.heading]
+        passages.append(ps)
+        sentences.append([[(s, e) for s, e in units if s >= p.start and e <= p.end] for p in ps])
+    return passages, sentences
+
+
+def _check_chunk_and_tag(texts: list[str]) -> None:
+    arts = [Article(id=f"d{i}", title="t", text=t) for i, t in enumerate(texts)]
+    prep = indexing.chunk_and_tag(arts, lambda ts: [[] for _ in ts], indexing.Clock())
+    passages, sentences = _ref_chunk_and_tag(arts)
+    assert prep.passages == passages
+    assert prep.sentences == sentences
+    for a in arts:
+        assert a.sentences == [(u.start, u.end) for u in segment(a.text) if not u.heading]
+
+
+def test_write_path_chunks_seeds_as_chunk_alone() -> None:
+    texts = [p.read_text(encoding="utf-8") for p in sorted(SEEDS.glob("*.txt"))]
+    assert texts
+    _check_chunk_and_tag(texts + ["", "   ", "One.", "Heading\nBody sentence here. Another one."])
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.one_of(article_text(), st.text(max_size=400)),
+    st.integers(min_value=1, max_value=900),
+    st.integers(min_value=0, max_value=3),
+)
+def test_property_chunk_with_given_units_is_chunk_alone(text: str, target: int, overlap: int) -> None:
+    assert chunk("d", text, target, overlap, units=segment(text)) == chunk("d", text, target, overlap)
+    _check_chunk_and_tag([text])
+
+
+def _ref_split_sentences(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The old sentence splitter: whitespace after a mark skipped one character at a time."""
+    end_re = re.compile(r"(?:[.!?]+|…+)[\"'”’»)\]]*(?=\s+\S)")
+    spans: list[tuple[int, int]] = []
+    s = start
+    for m in end_re.finditer(text, start, end):
+        nxt = m.end()
+        while nxt < end and text[nxt].isspace():
+            nxt += 1
+        if nxt >= end or not chunk_sentences._is_boundary(text, s, m, nxt, end):
+            continue
+        spans.append((s, m.end()))
+        s = nxt
+    spans.append((s, end))
+    return spans
+
+
+_SPACES = "".join(chr(c) for c in range(0x110000) if chr(c).isspace())
+
+
+def test_regex_whitespace_is_str_isspace() -> None:
+    # _split_sentences finds where a sentence starts with \s; the old code used isspace().
+    assert re.fullmatch(r"\s+", _SPACES)
+    assert not any(re.match(r"\s", chr(c)) for c in range(0x110000) if not chr(c).isspace())
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        article_text(),
+        st.text(max_size=400),
+        st.lists(st.sampled_from([*WORDS, *ENDS, *_SPACES, "U.S. The", "Dr. No"]), max_size=60).map("".join),
+    ),
+    st.data(),
+)
+def test_property_split_sentences_equals_the_reference(text: str, data: st.DataObject) -> None:
+    start = data.draw(st.integers(0, len(text)))
+    end = data.draw(st.integers(start, len(text)))
+    assert chunk_sentences._split_sentences(text, start, end) == _ref_split_sentences(text, start, end)
+    assert chunk_sentences._split_sentences(text, 0, len(text)) == _ref_split_sentences(text, 0, len(text))
