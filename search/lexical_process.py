@@ -55,9 +55,10 @@ def analysed(title: str, text: str, spans: list[tuple[int, int]]) -> tuple[str, 
     words = analyze_spans(text)
     starts = [s for _, s, _ in words]
     out: list[str] = []
+    steady = stable(text)  # once: it normalises the whole text
     for a, b in spans:
         lo, hi = bisect_left(starts, a), bisect_left(starts, b)
-        if (hi > lo and words[hi - 1][2] > b) or (lo > 0 and words[lo - 1][2] > a) or not stable(text):
+        if (hi > lo and words[hi - 1][2] > b) or (lo > 0 and words[lo - 1][2] > a) or not steady:
             return " ".join(atitle), [" ".join(analyze(text[s:e])) for s, e in spans], doc_text(title, text)
         out.append(" ".join(t for t, _, _ in words[lo:hi]))
     if not stable(head):
