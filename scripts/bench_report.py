@@ -88,7 +88,11 @@ def report(res: dict[str, Any]) -> str:
     def row(label: str, cells: list[str]) -> None:
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
 
-    for what, title in (("hybrid", "search, hybrid"), ("ask", "Engine.ask")):
+    for what, title in (
+        ("hybrid", "search, hybrid"),
+        ("ask", "Engine.ask"),
+        ("ask_default", "Engine.ask, default (no facets)"),
+    ):
         for stage in STAGES:
             vals = [_pair(sv[s].get(what), stage) for s in systems]
             if all(v is None for v in vals):
