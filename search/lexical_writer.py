@@ -202,12 +202,17 @@ class _Sink:
         if not self.n:
             _save(self.path, np.zeros(0, dtype))
         else:
-            src = np.memmap(self.raw, dtype=self.dtype, mode="r", shape=(self.n,))
-            out = np.lib.format.open_memmap(self.path, mode="w+", dtype=dtype, shape=(self.n,))
-            for i in range(0, self.n, WRITE_CHUNK):
-                out[i : i + WRITE_CHUNK] = src[i : i + WRITE_CHUNK]
-            out.flush()
-            del out, src
+            # Read and written a chunk at a time, not memory-mapped: mapping both files made
+            # their pages count in the writer's resident set (~0.7 GB at 1M passages).
+            header = {
+                "descr": np.lib.format.dtype_to_descr(dtype),
+                "fortran_order": False,
+                "shape": (self.n,),
+            }
+            with open(self.raw, "rb") as src, open(self.path, "wb") as out:
+                np.lib.format.write_array_header_1_0(out, header)
+                for _ in range(0, self.n, WRITE_CHUNK):
+                    np.fromfile(src, dtype=self.dtype, count=WRITE_CHUNK).astype(dtype).tofile(out)
         self.raw.unlink()
 
 
