@@ -96,3 +96,29 @@ def test_a_child_that_dies_fails_the_write_and_keeps_the_index(
     root = tmp_path / "idx"
     assert not list(root.glob("*.tmp"))  # the failed generation is gone
     e.close()
+
+
+def test_an_article_again_in_a_later_batch_of_a_bulk_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Batch 2 repeats an article of batch 1: deleting it needs batch 1 committed, so the
+    # child commits and the rest of the write goes on in this thread; the index ends the
+    # same as a write that never used the child.
+    from search import indexing
+
+    monkeypatch.setattr(indexing, "BATCH_ARTICLES", 2)
+    monkeypatch.setattr(indexing, "MIN_BATCH_ARTICLES", 2)
+    arts = _articles()
+    stream = arts[:2] + [Article(id=arts[0].id, title="again", text=arts[0].text)] + arts[2:]
+    got = {}
+    for bulk in (1, 10**9):
+        monkeypatch.setattr(lp, "BULK_ARTICLES", bulk)
+        e = Engine.open(tmp_path / f"idx{bulk}", create=True, embedder=HashEmbedder())
+        e.add(iter(stream))
+        got[bulk] = (
+            sorted(d.id for d in e.documents()),
+            [(h.passage.id, round(h.score, 6)) for h in e.search("winner penalty", mode="bm25", k=10)],
+        )
+        e.close()
+    assert got[1] == got[10**9]
+    assert len(got[1][0]) == len(arts) and got[1][1]
