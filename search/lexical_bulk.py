@@ -3,7 +3,8 @@
 whoosh adds a document by running each field's analyzer, pickling every posting into an
 external-sort pool, and at commit merging the sorted runs back and handing the codec one
 posting at a time. In a bulk build that was two thirds of the time without the model
-(#17 item 5): 48 s of a 70 s build of 20k passages, for ~2.4M postings.
+(#17 item 5): 48 s of a 70 s build of 20k passages (~2.4M postings) under cProfile; a
+100k build went 194 s -> 86 s with this module alone.
 
 Our fields' text is analysed already (``search.text``: space-separated terms), so
 :class:`MemoryPool` counts each document's terms itself and holds every term's postings
@@ -12,7 +13,7 @@ as two compact arrays (document numbers and frequencies: 8 bytes a posting). At 
 buffers and written by its own block writer: the bytes are the ones whoosh writes itself
 (``tests/test_lexical_bulk.py`` compares the files). Only fields whose analyzer and format
 it knows take this path (space-separated terms with frequencies, whole-value IDs); any
-other field, and whoosh's own merges, add postings one by one as before.
+other field, and whoosh's own merges, add postings one by one, into the same pool.
 """
 
 from __future__ import annotations
