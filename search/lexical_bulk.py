@@ -111,7 +111,6 @@ class MemoryPool:
         self.schema = schema
         self.terms: dict[str, dict[bytes, tuple[array, array]]] = {}
         self.exact: dict[tuple[str, bytes], list[tuple[int, float, bytes]]] = {}
-        self.fieldnames: set[str] = set()
         self.runs: dict[str, list[_Run]] = {}  # spilled postings, oldest first
         self.folder, self.limit = folder, limit_mb * 2**20
         self._dir: Path | None = None
@@ -150,7 +149,7 @@ class MemoryPool:
             self._dir = None
 
     def fields(self) -> list[str]:
-        return sorted(self.fieldnames)
+        return sorted(self.terms)
 
     def term_list(self, fieldname: str) -> list[bytes]:
         """The field's terms, in byte order (whoosh's)."""
@@ -164,7 +163,6 @@ class MemoryPool:
         field = self.terms.get(fieldname)
         if field is None:
             field = self.terms[fieldname] = {}
-            self.fieldnames.add(fieldname)
         return field
 
     def _lists(self, fieldname: str, tbytes: bytes) -> tuple[array, array]:
