@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -78,6 +79,10 @@ class _Tokenizer:
         return ids, mask
 
 
+#: Intra-op threads of the session that encodes questions (see OnnxEmbedder.__init__).
+QUERY_THREADS = 1
+
+
 def _default_threads() -> int:
     env = os.environ.get("SEARCH_THREADS")
     if env and env.isdigit() and int(env) > 0:
@@ -108,8 +113,32 @@ class OnnxEmbedder:
         t0 = time.perf_counter()
         self._tok = _Tokenizer(model_path())
         t1 = time.perf_counter()
+        self._ort = ort
+        self._threads = threads or _default_threads()
+        self.onnx_file = str(onnx_file)
+        # Questions run on a session of their own with one thread; batches get every core
+        # (loaded on the first batch). A question of ~10 tokens gains little from a second
+        # thread (3.8 ms -> 4.3 ms alone with one), and the engine encodes it beside BM25
+        # on the other core, where a second ONNX thread only competes with BM25: at 1M
+        # passages, alternating processes, one thread gave a BM25 stage of 4.0-4.5 ms
+        # against 4.4-6.3 ms, and hybrid 8.8-10.6 ms against 10.0-12.1 ms (#17).
+        self._session = self._load(QUERY_THREADS)
+        self._batch_session: Any = None
+        self._batch_lock = threading.Lock()
+        t2 = time.perf_counter()
+        self.load_seconds = {"tokenizer": t1 - t0, "session": t2 - t1}
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        width = self._session.get_outputs()[0].shape[-1]
+        self.dim = width if isinstance(width, int) else DIM
+        self.model_id = model_id
+        self.backend = backend
+        self._meta = dict(meta or {})
+
+    def _load(self, threads: int) -> Any:
+        """An inference session over the model file with ``threads`` intra-op threads."""
+        ort = self._ort
         opts = ort.SessionOptions()
-        opts.intra_op_num_threads = threads or _default_threads()
+        opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
         opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -119,26 +148,26 @@ class OnnxEmbedder:
         # in the engine at 102k passages: hybrid p50 16.5 -> 15.0 ms, p95 26.1 -> 24.7 ms.
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
-            self._session = ort.InferenceSession(
-                str(onnx_file), sess_options=opts, providers=["CPUExecutionProvider"]
-            )
+            return ort.InferenceSession(self.onnx_file, sess_options=opts, providers=["CPUExecutionProvider"])
         except Exception as e:  # onnxruntime raises its own untyped errors
-            raise SearchError(f"cannot load the ONNX model {onnx_file}: {e}") from e
-        t2 = time.perf_counter()
-        self.load_seconds = {"tokenizer": t1 - t0, "session": t2 - t1}
-        self._inputs = {i.name for i in self._session.get_inputs()}
-        width = self._session.get_outputs()[0].shape[-1]
-        self.dim = width if isinstance(width, int) else DIM
-        self.model_id = model_id
-        self.backend = backend
-        self.onnx_file = str(onnx_file)
-        self._meta = dict(meta or {})
+            raise SearchError(f"cannot load the ONNX model {self.onnx_file}: {e}") from e
 
-    def _run(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    def _batches(self, n: int, batch_size: int) -> Any:
+        """The session for ``n`` texts: every core, loaded once on the first write of more
+        than one batch. A single batch (one article added in place) runs on the question's
+        session rather than wait ~0.4 s for a second one to load."""
+        if self._threads <= QUERY_THREADS or (n <= batch_size and self._batch_session is None):
+            return self._session
+        with self._batch_lock:
+            if self._batch_session is None:
+                self._batch_session = self._load(self._threads)
+            return self._batch_session
+
+    def _run(self, ids: np.ndarray, mask: np.ndarray, session: Any = None) -> np.ndarray:
         feed = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feed["token_type_ids"] = np.zeros_like(ids)
-        hidden = self._session.run(None, feed)[0]
+        hidden = (session or self._session).run(None, feed)[0]
         m = mask.astype(np.float32)
         summed = np.einsum("bsd,bs->bd", hidden, m)
         return _normalise(summed / np.maximum(m.sum(axis=1, keepdims=True), 1e-9))
@@ -154,13 +183,14 @@ class OnnxEmbedder:
         # tokenise in blocks (tokenizers parallelises a block in Rust), sort each block by
         # length so a batch carries little padding, and keep memory bounded
         block = max(batch_size * 32, 2048)
+        session = self._batches(len(texts), batch_size)
         for start in range(0, len(texts), block):
             seqs = self._tok.encode(texts[start : start + block])
             order = _length_order([len(s) for s in seqs])
             for b in range(0, len(order), batch_size):
                 idx = order[b : b + batch_size]
                 ids, mask = self._tok.pad([seqs[i] for i in idx])
-                out[start + idx] = self._run(ids, mask)
+                out[start + idx] = self._run(ids, mask, session)
                 if progress is not None:
                     progress(len(idx))
         return out

@@ -170,3 +170,22 @@ def test_encode_query_is_thread_safe(real):
         runs = [pool.submit(lambda: np.stack([onnx.encode_query(q) for q in queries])) for _ in range(4)]
         for run in runs:
             np.testing.assert_allclose(run.result(), sequential, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_questions_run_on_one_thread_and_batches_on_every_core(real):
+    """A question's session has one thread (the engine encodes it beside BM25, which needs
+    the other core); a single batch reuses it; a write of several batches loads a session
+    with every core once. The vectors are the same whichever session made them."""
+    from search.embed_onnx import QUERY_THREADS, OnnxEmbedder
+
+    _, onnx = real
+    fresh = OnnxEmbedder(onnx.onnx_file, threads=2)
+    assert fresh._session.get_session_options().intra_op_num_threads == QUERY_THREADS == 1
+    texts = [f"{t} ({i})" for i, t in enumerate(_varied_texts() * 3)]
+    one_batch = fresh.encode(texts[:5], batch_size=8)
+    assert fresh._batch_session is None
+    many = fresh.encode(texts, batch_size=8)
+    assert fresh._batch_session.get_session_options().intra_op_num_threads == 2
+    np.testing.assert_allclose(many[:5], one_batch, atol=1e-5)
+    np.testing.assert_allclose(many, np.stack([fresh.encode_query(t) for t in texts]), atol=1e-5)
