@@ -98,9 +98,13 @@ class Engine(Writes, Retrieves):
         self._football_at: tuple[Any, bool] | None = None
         loader = None
         if preload and isinstance(self._embedder_spec, str):
-            # Load the model on the other core while the index opens (cold start).
-            loader = threading.Thread(target=self._preload, daemon=True, name="load-embedder")
+            # Load the model on the other core while the index opens (cold start). Not a
+            # daemon: a process that exits while onnxruntime is still loading on this thread
+            # aborts ("terminate called without an active exception", exit 134), as the CLI
+            # did on a bad filter; the interpreter now waits for the load to end.
+            loader = threading.Thread(target=self._preload, name="load-embedder")
             loader.start()
+        self._loader = loader
         self.backend_name = (backend or os.environ.get("SEARCH_BACKEND") or "local").lower()
         self.uri = uri or os.environ.get("SEARCH_URI")
         try:
@@ -125,6 +129,9 @@ class Engine(Writes, Retrieves):
         self.close()
 
     def close(self) -> None:
+        if self._loader is not None:
+            self._loader.join()
+            self._loader = None
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None

@@ -202,3 +202,17 @@ def test_a_problem_with_a_newline_in_its_file_name_is_one_line(workdir: Path) ->
     warn = [line for line in r.stderr.splitlines() if line.startswith("warning: ")]
     assert len(warn) == 1 and "new\\nline.txt" in warn[0], r.stderr
     assert all(line.startswith(("warning: ", "add: ")) for line in r.stderr.splitlines()), r.stderr
+
+
+@pytest.mark.slow
+def test_a_bad_filter_exits_2_while_the_model_still_loads(seed_engine) -> None:
+    """The engine loads the model on a thread while the index opens; a filter error came
+    back before that load ended and the process aborted (exit 134, "terminate called
+    without an active exception") instead of exiting 2 with its one-line error."""
+    cmd = [sys.executable, "-m", "search", "ask", "who scored", "--where", "category=football"]
+    env = {k: v for k, v in _env().items() if k != "SEARCH_EMBEDDER"}  # the real model
+    for _ in range(4):  # the abort came on most runs, not all
+        r = subprocess.run([*cmd, "--index", str(seed_engine.path)], env=env, capture_output=True, text=True)
+        assert r.returncode == 2, r.stderr
+        assert r.stderr.strip().splitlines() == [r.stderr.strip()], r.stderr
+        assert "unknown filter field 'category'" in r.stderr
