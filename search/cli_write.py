@@ -222,7 +222,7 @@ def remove_cmd(
 @_index_option
 @_workers_option
 def reindex_cmd(index_dir: str, backend: str, uri: str | None, workers: str | None) -> None:
-    """Rebuild the whole index from the sources it recorded. Example: search reindex"""
+    """Rebuild every article the index holds with this version (chunks, entities, vectors). Example: search reindex"""
     from .engine import Engine
 
     emb = _writer_embedder(workers)

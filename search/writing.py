@@ -100,6 +100,19 @@ class Writes:
         article is reported and skipped wherever it comes. Readers see the old index until
         the whole write is switched in; an error (or an exception from ``items``) leaves it.
         """
+        return self._add(items, reset=reset, progress=progress, root=root, replace=replace)
+
+    def _add(
+        self,
+        items: Iterable[str | os.PathLike[str] | Article] | str | os.PathLike[str] | Article,
+        *,
+        reset: bool = False,
+        progress: Callable[[str, int, int], None] | None = None,
+        root: str | os.PathLike[str] | None = None,
+        replace: bool = False,
+        record: Sequence[str] = (),
+    ) -> WriteReport:
+        """:meth:`add`; ``record``: sources to keep in the manifest beside the paths read."""
         from . import indexing
         from .ingest import IngestProblem, check_article, printable, read_path
 
@@ -183,7 +196,7 @@ class Writes:
             dups = indexing.Duplicates(self._backend, reset)
             indexing.run(cast("Engine", self), stream(), sink, report, progress, expected, dups, clock)
             indexing.require_articles(reset, len(written), paths, report.problems)
-            sources = [str(p.resolve()) for p in paths if p.exists()]
+            sources = [*record, *(str(p.resolve()) for p in paths if p.exists())]
             sink.finish(sources, write=bool(written) or reset)
         if reset:
             report.removed = [d for d in old_ids if d not in written]
@@ -253,15 +266,40 @@ class Writes:
         return report
 
     def reindex(self, progress: Callable[[str, int, int], None] | None = None) -> WriteReport:
-        """Rebuild everything from the sources recorded in the manifest."""
-        sources = self._backend.manifest().get("sources") or []
-        if not sources:
-            raise IndexMissingError(
-                f"{self.path} records no sources to rebuild from: use `search index PATH...`"
-            )
-        missing = [s for s in sources if not Path(s).exists()]
-        if missing:
-            raise IndexMissingError(
-                f"recorded source {missing[0]} no longer exists: use `search index PATH...`"
-            )
-        return self.index(sources, progress=progress)
+        """Rebuild every article the index holds, from the text it stored: the same ids and
+        nothing else, re-chunked, re-tagged and re-encoded by this version.
+
+        Reading the recorded sources again instead brought back articles removed since
+        (their files are still in the recorded folder), dropped articles added as objects
+        (the HTTP and MCP faces' adds have no file), and gave a file added with ``--root``
+        a different id. An index that holds nothing is rebuilt from its recorded sources;
+        one this version cannot read at all, by :meth:`Engine.rebuild`.
+        """
+        ids = self._doc_ids()
+        sources = list(self._backend.manifest().get("sources") or [])
+        if not ids:
+            if not sources:
+                raise IndexMissingError(
+                    f"{self.path} records no sources to rebuild from: use `search index PATH...`"
+                )
+            missing = [s for s in sources if not Path(s).exists()]
+            if missing:
+                raise IndexMissingError(
+                    f"recorded source {missing[0]} no longer exists: use `search index PATH...`"
+                )
+            return self.index(sources, progress=progress)
+        stored = _Stored((a for d in ids if (a := self._backend.article(d)) is not None), len(ids))
+        return self._add(stored, reset=True, progress=progress, record=sources)
+
+
+class _Stored:
+    """The stored articles a rebuild reads, one at a time, with their count for the ETA."""
+
+    def __init__(self, articles: Iterator[Article], n: int) -> None:
+        self._it, self._n = articles, n
+
+    def __iter__(self) -> Iterator[Article]:
+        return self._it
+
+    def __length_hint__(self) -> int:
+        return self._n

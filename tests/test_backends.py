@@ -231,6 +231,30 @@ def test_entities_tagged_with_other_patterns_say_to_reindex(
     assert engine.entity_notice() is None and "notice" not in engine.stats()
 
 
+def test_reindex_rebuilds_what_the_index_holds(engine: Engine, tmp_path: Path) -> None:
+    """`search reindex` used to read the recorded sources again: an article removed since
+    came back, one added as an object was dropped, and a file added with a root lost the
+    folder its id had. It now rebuilds exactly the articles the index holds."""
+    docs = tmp_path / "docs"
+    (docs / "sub").mkdir(parents=True)
+    for name, art in (("a.txt", A), ("sub/b.txt", B)):
+        (docs / name).write_text(art.title + "\n\n" + art.text, encoding="utf-8")
+    other = tmp_path / "other" / "cricket"
+    other.mkdir(parents=True)
+    (other / "c.txt").write_text(A2.title + "\n\n" + A2.text, encoding="utf-8")
+    engine.index([docs])
+    engine.add([other / "c.txt"], root=tmp_path / "other")
+    engine.add([Article(id="api-1", title="Posted", text="Bukayo Saka scored twice for Arsenal.")])
+    engine.remove(["sub/b.txt"])
+    before = {d.id: engine.get_document(d.id).text for d in engine.documents()}
+    assert set(before) == {"a.txt", "cricket/c.txt", "api-1"}
+    report = engine.reindex()
+    assert sorted(report.replaced) == sorted(before) and not report.added and not report.removed
+    assert {d.id: engine.get_document(d.id).text for d in engine.documents()} == before
+    assert engine.search("Saka scored twice", k=1, mode="bm25")[0].passage.doc_id == "api-1"
+    assert str(docs.resolve()) in engine.manifest()["sources"]  # still recorded
+
+
 # -- Milvus only ----------------------------------------------------------------------------
 
 
