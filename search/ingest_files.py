@@ -53,6 +53,27 @@ def _open_regular(path: Path, base: Path, shown: str) -> tuple[int | None, Inges
     return fd, None
 
 
+def _relative_id(path: Path, base: Path) -> str:
+    """The id of ``path`` under ``base``: its path relative to it, else its file name.
+
+    Compared as spelled first (a file reached through a symlinked folder keeps that name),
+    then with the folders resolved, so ``../raw/cricket/106.txt`` under the root ``../raw``
+    (or a root given resolved, or through a link) is ``cricket/106.txt``. The file itself is
+    not resolved: a link inside the root is named by the link. Which files may be read is
+    :func:`_open_regular`'s business, not this.
+    """
+    spelled = (path.absolute(), base.absolute())
+    resolved = (path.absolute().parent.resolve() / path.name, base.resolve())
+    for p, b in (spelled, resolved):
+        if ".." in p.parts or ".." in b.parts:
+            continue  # relative_to is textual: a/../b is not under a
+        try:
+            return p.relative_to(b).as_posix()
+        except ValueError:
+            continue
+    return path.name
+
+
 def _read_bounded(fd: int, limit: int) -> bytes | None:
     """Up to ``limit`` bytes from ``fd``; None when there is more (the file is over the limit)."""
     chunks: list[bytes] = []
@@ -74,10 +95,7 @@ def _read_file(path: Path, base: Path, shown_path: str) -> Iterator[Article | In
         return
     ext = path.suffix.lower()
     abs_path = str(path.resolve())
-    try:
-        rel = path.absolute().relative_to(base.absolute()).as_posix()
-    except ValueError:
-        rel = path.name
+    rel = _relative_id(path, base)
     try:
         if ext == ".jsonl":
             with os.fdopen(fd, "rb", closefd=False) as f:

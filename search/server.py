@@ -81,6 +81,7 @@ from .server_params import (  # noqa: E402
     QuestionParam,
     SpanParam,
     _article,
+    check_span,
 )
 
 log = logging.getLogger(__name__)
@@ -247,9 +248,10 @@ def create_app(
         fmt: FormatParam = None,
         span: SpanParam = None,
     ) -> dict[str, Any] | HTMLResponse:
+        cut = check_span(span)  # malformed: 422 whatever the format, as the CLI refuses it
         if _wants_html(request.headers.get("accept"), fmt):
             try:
-                return _article_page(engine.get_document(doc_id), span)
+                return _article_page(engine.get_document(doc_id), cut)
             except DocumentNotFoundError:
                 return _html_page(
                     "article.html",

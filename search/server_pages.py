@@ -63,25 +63,15 @@ def _wants_html(accept: str | None, fmt: str | None) -> bool:
     return html_q > 0 and html_q > json_q
 
 
-def _parse_span(span: str | None, length: int) -> tuple[int, int] | None:
-    """``START:END`` as a non-empty span inside a text of ``length`` characters, else None."""
-    if not span:
-        return None
-    start_s, sep, end_s = span.partition(":")
-    if not sep or not start_s.isdigit() or not end_s.isdigit():
-        return None
-    start, end = int(start_s), int(end_s)
-    return (start, end) if 0 <= start < end <= length else None
-
-
 def _html_page(template: str, status: int = 200, **fields: str) -> HTMLResponse:
     """``search/web/<template>`` filled with ``fields``, which the caller has escaped."""
     text = Template((WEB_DIR / template).read_text(encoding="utf-8")).substitute(fields)
     return HTMLResponse(text, status_code=status, headers={**HTML_HEADERS, "Vary": "Accept"})
 
 
-def _article_page(art: Article, span: str | None) -> HTMLResponse:
-    """The article as a page; every value from the article is HTML-escaped here.
+def _article_page(art: Article, span: tuple[int, int] | None) -> HTMLResponse:
+    """The article as a page, ``span`` (checked START < END) highlighted; every value from
+    the article is HTML-escaped here.
 
     Offsets are Python string indices (code points), as in citations, so the span is cut
     here rather than in the browser, whose strings count UTF-16 units.
@@ -94,17 +84,16 @@ def _article_page(art: Article, span: str | None) -> HTMLResponse:
     meta.append(f'<span class="doc-id">{esc(art.id)}</span>')
     if art.url and urlsplit(art.url).scheme in ("http", "https"):  # never a javascript: link
         meta.append(f'<a href="{esc(art.url)}" rel="noopener noreferrer">original article</a>')
-    cut = _parse_span(span, len(text))
-    if cut is None:
+    if span is None or span[1] > len(text):
         body = esc(text)
         notice = ""
         if span:
             notice = (
-                f'<p class="notice" role="status">The cited span {esc(span)} is not in this article '
+                f'<p class="notice" role="status">The cited span {span[0]}:{span[1]} is not in this article '
                 f"({len(text):,} characters): it may have changed since it was cited.</p>"
             )
     else:
-        start, end = cut
+        start, end = span
         body = (
             f'{esc(text[:start])}<mark id="cited" tabindex="-1">{esc(text[start:end])}</mark>'
             f"{esc(text[end:])}"

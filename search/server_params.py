@@ -5,6 +5,7 @@ Imported by :mod:`search.server`, which checks first that fastapi is installed.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
 from fastapi import Depends, Header, Path, Query
@@ -17,6 +18,7 @@ from .errors import (
 from .filters import Filters
 from .http_query import QueryFields, QueryOptions, filter_params, query_params
 from .ingest import MAX_ARTICLE_CHARS, MAX_ID_CHARS
+from .server_errors import ApiError
 from .types import Article
 
 Mode = Literal["hybrid", "bm25", "dense"]
@@ -51,8 +53,36 @@ FormatParam = Annotated[
     ),
 ]
 SpanParam = Annotated[
-    str | None, Query(description="START:END, for format=html: the span of the article to highlight.")
+    str | None,
+    Query(
+        description="START:END, for format=html: the span of the article to highlight, in characters "
+        "(whole numbers, START < END), as a citation gives it. Anything else: 422.",
+        examples=["120:260"],
+    ),
 ]
+_SPAN = re.compile(r"([0-9]+):([0-9]+)")
+
+
+def check_span(span: str | None) -> tuple[int, int] | None:
+    """``START:END`` as two whole numbers with START < END, or None when no span is given.
+
+    Anything else is refused (422), as ``search show --span`` refuses it, rather than shown
+    as a span the article lacks. Whether the span lies inside the article is the page's
+    question: an article that changed since it was cited says so there.
+    """
+    if not span:
+        return None
+    shown = repr(span) if len(span) <= 40 else repr(span[:40]) + "…"
+    form = "give START:END, two whole numbers with START < END, e.g. 120:260"
+    m = _SPAN.fullmatch(span)
+    if m is None:
+        raise ApiError(422, "invalid_request", f"query.span: {shown} is not START:END; {form}")
+    if max(len(m.group(1)), len(m.group(2))) > 18:  # no article is that long; int() has a limit
+        raise ApiError(422, "invalid_request", f"query.span: {shown} has numbers too large; {form}")
+    start, end = int(m.group(1)), int(m.group(2))
+    if start >= end:
+        raise ApiError(422, "invalid_request", f"query.span: {shown} does not have START < END; {form}")
+    return start, end
 
 
 class AskBody(QueryFields):

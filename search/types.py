@@ -285,45 +285,122 @@ class Answer:
             d["facets"] = self.facets.to_dict()
         return d
 
-    def _answer_context(self) -> str:
-        """The answer, its support and any conflicts, each cited [n], for the head of a prompt."""
+    def _cited(self) -> dict[int, list[Sentence]]:
+        """Each passage number the answer lead cites, with the sentences it is cited for.
+
+        In the order that matters when the budget is short: the answer's, then the conflicts'.
+        """
+        a = self.answer
+        out: dict[int, list[Sentence]] = {}
+        if a is None or not a.sentences:
+            return out
+        quoted = a.sentences if a.text else a.sentences[:1]
+        for group in [quoted] + [c.sentences for c in a.conflicts]:
+            for s in sorted(group, key=lambda s: s.passage_rank):
+                if s not in out.setdefault(s.passage_rank, []):
+                    out[s.passage_rank].append(s)
+        return out
+
+    def _answer_context(self, present: set[int] | None = None) -> str:
+        """The answer, its support and any conflicts, each cited [n], for the head of a prompt.
+
+        With ``present``, only those numbers are cited: a prompt never cites a passage it leaves out.
+        """
         a = self.answer
         if a is None or not a.sentences:
             return ""
 
         def cites(ss: list[Sentence]) -> str:
-            return "".join(f"[{n}]" for n in sorted({s.passage_rank for s in ss}))
+            ranks = sorted({s.passage_rank for s in ss if present is None or s.passage_rank in present})
+            return "".join(f" [{n}]" if i == 0 else f"[{n}]" for i, n in enumerate(ranks))
 
         if a.text:
-            lines = [f"Answer: {a.text} {cites(a.sentences)} — {a.summary}"]
+            lines = [f"Answer: {a.text}{cites(a.sentences)} — {a.summary}"]
         else:
             lines = [
-                f"No short answer; the best supporting sentence: “{a.sentences[0].text}” {cites(a.sentences[:1])}"
+                f"No short answer; the best supporting sentence: “{a.sentences[0].text}”{cites(a.sentences[:1])}"
             ]
         for c in a.conflicts:
             n = "1 article" if c.support == 1 else f"{c.support} articles"
-            lines.append(f"Conflicting version: {c.text} {cites(c.sentences)} — {n}")
+            lines.append(f"Conflicting version: {c.text}{cites(c.sentences)} — {n}")
         return "\n".join(lines) + "\n"
 
     def to_context(self, max_chars: int = 4000) -> str:
-        """Prompt-ready text: numbered passages, each with title, source and span, within a budget."""
+        """Prompt-ready text: numbered passages, each with title, source and span, within a budget.
+
+        The answer lead comes first, then the passages it (and any conflict) cites, then the
+        rest in rank order while they fit; each keeps its own rank as its number, so every
+        [n] in the lead is a passage below. When a cited passage does not fit whole, it keeps
+        the sentence it is cited for; when not even that fits, the lead does not cite it.
+        """
         if max_chars <= 0:
             raise ValueError("max_chars must be positive")
-        parts: list[str] = []
-        lead = self._answer_context()
-        if lead:
-            parts.append(lead)
+        by_rank = {h.rank: h for h in self.hits}
+        cited = {n: ss for n, ss in self._cited().items() if n in by_rank}
+        lead = self._answer_context()  # the longest the lead can be: budget against it
         used = len(lead) + 1 if lead else 0
+
+        # Cited passages first: each its cited sentences, then whole where the budget allows.
+        blocks: dict[int, str] = {}
+        for n, ss in cited.items():
+            block = _quoted_block(by_rank[n], ss, max_chars - used)
+            if block is not None:
+                blocks[n] = block
+                used += len(block) + 1
+        for n in blocks:
+            whole = _passage_block(by_rank[n])
+            if used - len(blocks[n]) + len(whole) <= max_chars:
+                used += len(whole) - len(blocks[n])
+                blocks[n] = whole
+
+        # Then the rest, in rank order, while they fit.
         for h in self.hits:
-            p = h.passage
-            src = f", {h.source}" if h.source else ""
-            head = f"[{h.rank}] {h.title or p.doc_id}{src} ({p.doc_id}:{p.start}-{p.end})\n"
-            block = head + p.text.strip() + "\n"
+            if h.rank in blocks or h.rank in cited:
+                continue
+            block = _passage_block(h)
             if used + len(block) > max_chars:
+                head = _passage_head(h)
                 room = max_chars - used - len(head) - 2
-                if room > 80 and len(parts) <= (1 if lead else 0):
-                    parts.append(head + p.text[:room].rstrip() + "…\n")
+                if room > 80 and not blocks:  # something rather than nothing
+                    blocks[h.rank] = head + h.passage.text[:room].rstrip() + "…\n"
                 break
-            parts.append(block)
+            blocks[h.rank] = block
             used += len(block) + 1
-        return "\n".join(parts)
+
+        lead = self._answer_context(set(blocks))
+        return "\n".join(([lead] if lead else []) + list(blocks.values()))
+
+
+def _passage_head(h: Hit) -> str:
+    p = h.passage
+    src = f", {h.source}" if h.source else ""
+    return f"[{h.rank}] {h.title or p.doc_id}{src} ({p.doc_id}:{p.start}-{p.end})\n"
+
+
+def _passage_block(h: Hit) -> str:
+    return _passage_head(h) + h.passage.text.strip() + "\n"
+
+
+def _quoted_block(h: Hit, sentences: list[Sentence], room: int) -> str | None:
+    """``h``'s header and just the sentences it is cited for, "…" where text is left out;
+    the quote cut at a word to fit ``room``, or None when too little of it would."""
+    text = h.passage.text.strip()
+    lead_gap = len(h.passage.text) - len(h.passage.text.lstrip())
+    quotes: list[str] = []
+    for s in sorted(sentences, key=lambda s: s.start):
+        at = s.start - h.passage.start - lead_gap
+        inside = 0 <= at and text[at : at + len(s.text)] == s.text
+        before = "" if inside and at == 0 else "…"
+        quotes.append(before + s.text.strip())
+        end_inside = inside and at + len(s.text) >= len(text.rstrip())
+        if not end_inside:
+            quotes.append("…")
+    body = " ".join(quotes).replace("… …", "…")
+    head = _passage_head(h)
+    if len(head) + len(body) + 1 <= room:
+        return head + body + "\n"
+    keep = room - len(head) - 2  # the "…" and the line end
+    if keep < 40:
+        return None
+    cut = body.rfind(" ", 0, keep)
+    return head + body[: cut if cut > keep // 2 else keep].rstrip() + "…\n"

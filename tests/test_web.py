@@ -160,13 +160,43 @@ def test_the_article_page_highlights_the_span_and_reports_a_bad_one(client: Any)
     cited = re.search(r'<mark id="cited" tabindex="-1">(.*?)</mark>', page, re.S)
     assert cited and html.unescape(cited.group(1)) == text[100:250]
     assert 'href="#cited"' in page
-    for span in ("250:100", "5:99999", "x:y", "10", "-1:5"):
-        page = client.get(f"/documents/{doc}", params={"format": "html", "span": span}).text
-        assert "<mark" not in page and "is not in this article" in page, span
+    # well formed but past the end of the article (it changed since it was cited): the page says so
+    page = client.get(f"/documents/{doc}", params={"format": "html", "span": "5:99999"}).text
+    assert "<mark" not in page and "is not in this article" in page
+    # an empty span is no span
+    r = client.get(f"/documents/{doc}", params={"format": "html", "span": ""})
+    assert r.status_code == 200 and "<mark" not in r.text and "is not in this article" not in r.text
     r = client.get("/documents/no/such/doc", params={"format": "html"})
     _assert_html(r, 404)
     assert "Article not found" in r.text
     assert client.get("/documents/no/such/doc").json()["error"]["code"] == "not_found"
+
+
+@pytest.mark.parametrize(
+    ("span", "why"),
+    [
+        ("abc", "not START:END"),
+        ("x:y", "not START:END"),
+        ("10", "not START:END"),
+        ("-1:5", "not START:END"),
+        ("1.5:9", "not START:END"),
+        ("\u00b2:9", "not START:END"),  # a digit to str.isdigit, not to int()
+        (" 5:9", "not START:END"),
+        ("512:356", "START < END"),
+        ("7:7", "START < END"),
+        ("1:" + "9" * 5000, "too large"),
+    ],
+)
+@pytest.mark.parametrize("fmt", ["html", "json"])
+def test_a_malformed_span_is_422_with_the_form_it_needs(client: Any, span: str, why: str, fmt: str) -> None:
+    """Like `search show --span` (exit 2), not a page saying the article may have changed (hardening)."""
+    r = client.get("/documents/002_547adb95b189fdfd.txt", params={"format": fmt, "span": span})
+    assert r.status_code == 422, r.text
+    err = r.json()["error"]
+    assert err["code"] == "invalid_request"
+    msg = err["message"]
+    assert "\n" not in msg and msg.startswith("query.span: ") and why in msg, msg
+    assert "START:END" in msg and "whole numbers" in msg and "START < END" in msg, msg
 
 
 def test_the_article_page_escapes_everything(client: Any) -> None:
