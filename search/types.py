@@ -328,8 +328,9 @@ class Answer:
     def to_context(self, max_chars: int = 4000) -> str:
         """Prompt-ready text: numbered passages, each with title, source and span, within a budget.
 
-        The answer lead comes first, then the passages it (and any conflict) cites, then the
-        rest in rank order while they fit; each keeps its own rank as its number, so every
+        The answer lead comes first. The passages it (and any conflict) cites are chosen
+        first, then the rest in rank order while they fit; all are shown in rank order, each
+        with its own rank as its number, so every
         [n] in the lead is a passage below. When a cited passage does not fit whole, it keeps
         the sentence it is cited for; when not even that fits, the lead does not cite it.
         """
@@ -368,7 +369,8 @@ class Answer:
             used += len(block) + 1
 
         lead = self._answer_context(set(blocks))
-        return "\n".join(([lead] if lead else []) + list(blocks.values()))
+        # Chosen by need, shown by rank: the numbers read in order, as a reader expects.
+        return "\n".join(([lead] if lead else []) + [blocks[n] for n in sorted(blocks)])
 
 
 def _passage_head(h: Hit) -> str:
