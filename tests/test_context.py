@@ -112,7 +112,7 @@ def test_budget_is_kept_once_the_lead_fits() -> None:
 def test_everything_fits_all_passages_shown() -> None:
     r = make_answer(ranks=6, answer_ranks=(1, 6), conflict_ranks=())
     ctx = r.to_context(max_chars=100_000)
-    assert shown(ctx) == [1, 6, 2, 3, 4, 5]
+    assert shown(ctx) == [1, 2, 3, 4, 5, 6]
     assert cited(ctx) == {1, 6}
     for h in r.hits:  # whole passages, untrimmed
         assert h.passage.text.strip() in ctx
