@@ -28,7 +28,7 @@ from .filters import Filters
 from .fusion import Fusion, Mode, confidence_alpha, convex, doc_of, rrf
 from .ordering import DEFAULT_HALF_LIFE_DAYS, Sort, check_half_life
 from .rerank import RERANK_DEPTH, rerank, stored_units
-from .text import query_terms
+from .text import compounds, query_terms
 from .types import Hit
 from .vocab import expand, is_football
 
@@ -142,7 +142,7 @@ class Retrieves:
         flt: Filters | None = Filters.of(opts.filters).check(view.fields()) or None
         terms = query_terms(q)
         football = self._is_football(view)
-        expansions = expand(terms) if football else []
+        expansions = [*compounds(q), *(expand(terms) if football else [])]
         want = k + offset
         depth = max(CANDIDATES, want * 3)
         lex: list[tuple[str, float]] = []

@@ -255,6 +255,16 @@ def test_reindex_rebuilds_what_the_index_holds(engine: Engine, tmp_path: Path) -
     assert str(docs.resolve()) in engine.manifest()["sources"]  # still recorded
 
 
+def test_a_compound_finds_its_other_spelling(engine: Engine) -> None:
+    """A compound finds its other spelling ("shoot-out", "shootout"), on both backends."""
+    closed = Article(id="c.txt", title="", text="Spain beat France in a shootout in Atlanta.")
+    open_ = Article(id="o.txt", title="", text="Argentina lost the shoot-out in Dallas.")
+    engine.add([closed, open_, A, B])
+    for q in ("shoot-out", "shootout"):
+        assert {h.passage.doc_id for h in engine.search(q, k=5, mode="bm25")} == {"c.txt", "o.txt"}
+    assert engine.search("shootout Dallas", k=1, mode="bm25")[0].passage.doc_id == "o.txt"
+
+
 # -- Milvus only ----------------------------------------------------------------------------
 
 

@@ -8,6 +8,7 @@ Unicode edge cases and random strings.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Iterator
 
@@ -21,23 +22,35 @@ from search.text import (
     STOP_WORDS,
     analyze,
     analyze_spans,
+    compounds,
     has_searchable_text,
     query_terms,
     term,
 )
 
 
-def ref_words(text: str) -> Iterator[tuple[str, int, int]]:
+def ref_words(text: str, catenate: bool = True) -> Iterator[tuple[str, int, int]]:
     norm = unicodedata.normalize("NFKC", text).translate(tx._APOSTROPHES)
     if len(norm) != len(text):
         norm = text.translate(tx._APOSTROPHES)
+    words = []
     for m in tx._TOKEN.finditer(norm):
         w = m.group(0).lower()
         if w.endswith("'s"):
             w = w[:-2]
         w = w.replace("'", "")
         if w:
-            yield w, m.start(), m.end()
+            words.append((w, m.start(), m.end()))
+    # A hyphenated compound of two or more tokens also yields its parts joined, before them.
+    joined = {}
+    for m in re.finditer(r"[^\W_]+(?:'[^\W_]+)*(?:[-\u2010][^\W_]+(?:'[^\W_]+)*)+", norm):
+        inside = [w for w in words if m.start() <= w[1] < m.end()]
+        if len(inside) >= 2 and catenate:
+            joined[inside[0][1]] = ("".join(w for w, _, _ in inside), m.start(), m.end())
+    for w in words:
+        if w[1] in joined:
+            yield joined.pop(w[1])
+        yield w
 
 
 def ref_analyze(text: str, stop: frozenset[str] = STOP_WORDS) -> list[str]:
@@ -49,7 +62,7 @@ def ref_analyze_spans(text: str) -> list[tuple[str, int, int]]:
 
 
 def ref_query_terms(question: str) -> list[str]:
-    words = [w for w, _, _ in ref_words(question)]
+    words = [w for w, _, _ in ref_words(question, catenate=False)]
     kept = [w for w in words if w not in STOP_WORDS and w not in QUESTION_WORDS]
     if not kept:
         kept = [w for w in words if w not in STOP_WORDS] or words
@@ -70,6 +83,7 @@ CASES = [
     "Messi's goal, the players' bonus, rock'n'roll, don't, ''quoted'', it's'",
     "Curly: Messi’s goal, ‘quoted’, O‘Neill, modifierʼs, back`tick, acute´s",
     "The equaliser came from Fernandez; the centre-back's defence was organised.",
+    "semi-final, semifinal, half-time; PD-1 and Bcl-2 T-cells; o'Neill-led, x-2-1, 2-1-win, a\u2011b",
     "ΟΔΟΣ ΑΣ.Β ΟΔΥΣΣΕΥΣ: Greek final sigma depends on what follows",
     "İstanbul and ǅemal: lower() changes lengths; ß straße",
     "ﬁnal ﬂag ①② ½ ＡＢＣ１２３ – NFKC changes these",
@@ -108,3 +122,12 @@ def test_property_analysis_equals_the_reference(text: str) -> None:
     assert analyze_spans(text) == ref_analyze_spans(text)
     assert analyze(text) == ref_analyze(text)
     assert query_terms(text) == ref_query_terms(text)
+
+
+def test_a_hyphenated_compound_is_also_one_word():
+    """Either spelling of a compound finds the other: "semi-final" holds "semifinal"."""
+    assert term("semifinal") in analyze("the semi-final") and term("semi") in analyze("the semi-final")
+    assert query_terms("Does PD-1 block T-cells?") == ["pd", "1", "block", "t", "cell"]
+    assert compounds("Does PD-1 block T-cells?") == [term("pd1"), term("tcells")]  # expansions
+    assert analyze("a 2-1 win") == ["2-1", "win"]  # a score stays one word
+    assert analyze("2–1") == ["2", "1"]  # an en dash joins nothing
