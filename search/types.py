@@ -216,7 +216,8 @@ class AnswerBlock:
 
     @property
     def summary(self) -> str:
-        """The support in words, the same on every face: "4 of 5 articles agree (AFP, BBC Sport)"."""
+        """The support in words, the same on every face: "4 of 4 articles agree (AFP, BBC Sport)",
+        "2 articles state it, of 11 on the question (…)", "One source (…)"."""
         if not self.text:
             if not self.sentences:
                 return "No short answer: no passage states it."
@@ -235,7 +236,11 @@ class AnswerBlock:
             return f"One source{who}" + (
                 f", of {self.articles} articles on the question" if self.articles > 1 else ""
             )
-        return f"{self.support} of {max(self.articles, self.support)} articles agree{who}"
+        if self.support >= self.articles:
+            return f"{self.support} of {self.support} articles agree{who}"
+        # Not "2 of 11 agree": the other nine mostly state nothing on it, not something else
+        # (a conflict is listed as such), and a reader took them for dissent.
+        return f"{self.support} articles state it, of {self.articles} on the question{who}"
 
     def to_dict(self) -> dict[str, Any]:
         return {

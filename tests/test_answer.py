@@ -570,3 +570,47 @@ def test_a_role_word_the_model_took_into_a_name_is_trimmed() -> None:
     sents, _ = collect(q, hits_of(arts), FakeEngine(arts).get_document)
     texts = {c.text for c in candidates(q, sents)}
     assert "Petr Cech" in texts and "Keeper Petr Cech" not in texts
+
+
+def test_rival_says_whose_value_a_candidate_is() -> None:
+    """A name the question does not give, beside the value, makes it someone else's."""
+    from search.answer.agreement import Cluster
+    from search.answer.candidates import Sent
+    from search.answer.ranker import _rival
+    from search.answer.typed import Candidate, rival
+
+    def tagged(text: str, names: list[tuple[str, str]]) -> Sent:
+        a = Article(id="x.txt", title="", text=text)
+        ents = [(text.index(n), text.index(n) + len(n), lb) for n, lb in names]
+        return Sent("x.txt", 0, len(text), text, 1, a, ents=ents)
+
+    theirs = tagged(
+        "England manager Thomas Tuchel defended his side.", [("England", "GPE"), ("Thomas Tuchel", "PERSON")]
+    )
+    ours = tagged(
+        "Argentina coach Lionel Scaloni praised his players.",
+        [("Argentina", "GPE"), ("Lionel Scaloni", "PERSON")],
+    )
+    alone = tagged("Thomas Tuchel said little after the match.", [("Thomas Tuchel", "PERSON")])
+    names = frozenset({"argentina"})
+    span = lambda s, n: (s.text.index(n), s.text.index(n) + len(n))  # noqa: E731
+    assert rival(theirs, *span(theirs, "Thomas Tuchel"), names) == 1.0
+    assert rival(ours, *span(ours, "Lionel Scaloni"), names) == -1.0
+    assert rival(alone, *span(alone, "Thomas Tuchel"), names) == 0.0
+    # untagged, the question's name as written still counts as its own
+    assert (
+        rival(tagged("Argentina coach Lionel Scaloni.", [("Lionel Scaloni", "PERSON")]), 16, 30, names)
+        == -1.0
+    )
+    # a value's share: of its mentions beside a name, those beside another's
+    cl = Cluster(key="tuchel")
+    for r in (1.0, 1.0, 0.0, -1.0):
+        cl.members.append(Candidate("Thomas Tuchel", 0, 1, "PERSON", alone, 1.0, rival=r))
+    assert _rival(cl) == 2 / 3
+
+
+def test_partial_support_is_not_worded_as_dissent() -> None:
+    """ "2 of 11 agree" read as nine dissenting; the others mostly say nothing on it."""
+    block = AnswerBlock(text="Jose Mourinho", sentences=[], support=2, articles=11, outlets=["a", "b"])
+    assert block.summary == "2 articles state it, of 11 on the question (a, b)"
+    assert AnswerBlock(text="x", support=3, articles=3).summary == "3 of 3 articles agree"
