@@ -31,6 +31,7 @@ FEATURES = (
     "focus",
     "votes",
     "log_votes",
+    "rival",
 )
 
 

@@ -43,6 +43,7 @@ FEATURES = (
     "evidence",  # the best probability that one of its sentences states the answer
     "votes",  # share of the articles whose most probable sentence states it
     "log_votes",
+    "rival",  # of its mentions with a name beside them, the share where it is not the question's
 )
 
 
@@ -111,9 +112,19 @@ def features(
                 "evidence": max(x.score for x in own),
                 "votes": vote / max(voters, 1),
                 "log_votes": math.log1p(vote) / math.log1p(10),
+                "rival": _rival(cl),
             }
         )
     return rows
+
+
+def _rival(cl: Cluster) -> float:
+    """Of the value's mentions that stand beside a name, the share where that name is not
+    one the question gives (:func:`.typed.rival`): Tuchel beside "England" every time he
+    is named is England's manager, whatever one sentence says about Argentina."""
+    theirs = sum(1 for c in cl.members if c.rival > 0)
+    ours = sum(1 for c in cl.members if c.rival < 0)
+    return theirs / (theirs + ours) if theirs else 0.0
 
 
 def _score(row: dict[str, float], p: dict[str, Any] | None = None) -> float:

@@ -18,6 +18,9 @@ PROXIMITY_WORDS = 12
 AFTER = 12  # characters after an entity that the table's "not_of_type_after" reads
 ANCHOR_FIT = 0.9  # closeness to a focus word says less than closeness to a predicate word
 COUNT_MISS = 0.4  # a number not followed by what the question counts
+RIVAL_WORDS = 3  # a name this many words from a candidate or fewer can be whose it is
+#: The labels of names a value can belong to: people, clubs, countries, their peoples.
+SUBJECT_LABELS = frozenset({"PERSON", "ORG", "GPE", "NORP"})
 _WORD_RE = re.compile(r"[^\W_]+")  # an entity this many words from the question's matched words counts half
 _LEAD_THE = re.compile(r"^(?:the|a|an)\s+", re.I)
 _POSSESSIVE = re.compile(r"['’]s?$")
@@ -51,6 +54,7 @@ class Candidate:
     score: float
     near: float = 0.5  # 1 beside the question's predicate words, 1/2 at PROXIMITY_WORDS away
     first: bool = False  # the first candidate of the asked kind in its sentence
+    rival: float = 0.0  # whose value it is: see rival()
 
 
 @lru_cache(maxsize=1 << 16)  # names repeat across sentences, articles and questions
@@ -93,6 +97,7 @@ def candidates(q: QuestionInfo, sents: list[Sent]) -> list[Candidate]:
         fold(n) for n in q.names
     }
     acronyms = {n for n in q.names if n.isupper() and 2 <= len(n) <= 5}  # "QPR"
+    qnames = frozenset(fold(n) for n in q.names if not n[:1].isdigit())
     numeric = set(table().get("needs_number", []))
     votes = label_votes(sents)
     out: list[Candidate] = []
@@ -118,9 +123,41 @@ def candidates(q: QuestionInfo, sents: list[Sent]) -> list[Candidate]:
             near = proximity(s, a - s.start, b - s.start)
             if q.counted:  # "how many goals": "158 goals", not "10-point"
                 fit *= 1.0 if counts(q.counted, label, s.article.text[a : b + 40]) else COUNT_MISS
-            out.append(Candidate(text, a, b, label, s, s.score * fit * near, near, first))
+            r = rival(s, a, b, qnames) if qnames else 0.0
+            out.append(Candidate(text, a, b, label, s, s.score * fit * near, near, first, r))
             first = False
     return out
+
+
+def rival(s: Sent, a: int, b: int, qnames: frozenset[str]) -> float:
+    """Whose value the candidate at article offsets ``a:b`` is, by the nearest name to it
+    (a person, club or country within RIVAL_WORDS words): 1 when that is a name the
+    question does not give (the value is likely someone else's: "Who manages Argentina?"
+    against "England manager Thomas Tuchel", "the score against France?" against
+    "Argentina defeated England 2-1"), -1 when it is one of the question's, 0 when no
+    name stands that close."""
+    text, base = s.article.text, s.start
+
+    def gap(x: int, y: int) -> int:
+        lo, hi = (y, a) if y <= a else (b, x) if x >= b else (0, 0)
+        return text[lo:hi].count(" ")
+
+    other = RIVAL_WORDS + 1
+    mine = other
+    for x, y, label in s.ents:
+        if label not in SUBJECT_LABELS or (x < b and y > a):
+            continue
+        g = gap(x, y)
+        if words_of(text[x:y]) & qnames:
+            mine = min(mine, g)
+        else:
+            other = min(other, g)
+    for m in _WORD_RE.finditer(s.text):  # the question's names as written, tagged or not
+        if fold(m.group()) in qnames:
+            mine = min(mine, gap(base + m.start(), base + m.end()))
+    if mine <= RIVAL_WORDS and mine <= other:
+        return -1.0
+    return 1.0 if other <= RIVAL_WORDS else 0.0
 
 
 def counts(counted: str, label: str, text: str) -> bool:
