@@ -1,0 +1,118 @@
+"""A write the machine stops (a full disk, a file size limit, a killed lexical process) is
+one line and a non-zero exit, never a traceback, and leaves the index as it was."""
+
+from __future__ import annotations
+
+import errno
+import os
+import resource
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from search import lexical_process as lp
+from search.cli import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The seeds indexed in the writing thread; the next write is a bulk one (a child process)."""
+    shutil.copytree(ROOT / "seeds", tmp_path / "seeds")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SEARCH_EMBEDDER", "hash")
+    monkeypatch.delenv("SEARCH_INDEX", raising=False)
+    monkeypatch.setattr(lp, "BULK_ARTICLES", 10**9)
+    assert CliRunner().invoke(cli, ["index", "seeds"], catch_exceptions=False).exit_code == 0
+    monkeypatch.setattr(lp, "BULK_ARTICLES", 1)
+    return tmp_path
+
+
+def _generations(root: Path) -> tuple[str, list[str]]:
+    return (root / "CURRENT").read_text().strip(), sorted(p.name for p in root.iterdir())
+
+
+def _fails_in_one_line(args: list[str], *words: str) -> str:
+    root = Path("index")
+    before = _generations(root)
+    r = CliRunner().invoke(cli, args)
+    assert isinstance(r.exception, SystemExit) and r.exit_code == 1, r.exception
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), r.stderr
+    for w in (*words, "the index is unchanged"):
+        assert w in lines[0], lines[0]
+    assert _generations(root) == before  # the failed generation is gone, the live one kept
+    return lines[0]
+
+
+def test_a_lexical_process_killed_mid_write_is_one_line(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_add = lp.Child.add
+
+    def add_then_die(self: lp.Child, rows: list[lp.ArticleRow]) -> None:
+        real_add(self, rows)
+        self._proc.kill()
+
+    monkeypatch.setattr(lp.Child, "add", add_then_die)
+    _fails_in_one_line(["index", "seeds"], "lexical indexing process", "SIGKILL")
+
+
+def test_a_file_size_limit_in_the_lexical_process_is_one_line(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = subprocess.Popen
+
+    def limited(*args: Any, **kwargs: Any) -> Any:
+        # The child alone may write no file over 1 KB: its whoosh segment fails with EFBIG.
+        kwargs["preexec_fn"] = lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(lp.subprocess, "Popen", limited)
+    _fails_in_one_line(["index", "seeds"], "File too large", "ulimit -f")
+
+
+def test_a_full_disk_in_the_writing_thread_is_one_line(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from search.backends import local_write
+
+    def full(directory: Path, name: str, *args: Any, **kwargs: Any) -> Any:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(directory / f"{name}.vec.npy"))
+
+    monkeypatch.setattr(local_write, "write_segment", full)
+    for bulk in (1, 10**9):  # the lexical side in a child process, and in this thread
+        monkeypatch.setattr(lp, "BULK_ARTICLES", bulk)
+        line = _fails_in_one_line(["index", "seeds"], "No space left on device", "free disk space")
+        assert ".vec.npy" in line  # where
+
+
+def test_a_full_disk_under_the_server_is_503_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fastapi.testclient import TestClient
+
+    from search.backends import local_write
+    from search.engine import Engine
+    from search.server import create_app
+
+    def full(directory: Path, name: str, *args: Any, **kwargs: Any) -> Any:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(directory / f"{name}.vec.npy"))
+
+    with Engine.open(tmp_path / "idx", create=True, embedder="hash") as e:
+        e.index([ROOT / "seeds"])
+        before = e.stats()["documents"]
+        monkeypatch.setattr(local_write, "write_segment", full)
+        doc = {"id": "new", "title": "New", "text": "Arsenal beat Chelsea in the final at Wembley."}
+        with TestClient(create_app(e, token="tok"), base_url="http://127.0.0.1:8000") as c:
+            r = c.post("/documents", json=doc, headers={"Authorization": "Bearer tok"})
+        assert r.status_code == 503, r.text
+        err = r.json()["error"]
+        assert err["code"] == "write_failed" and "unchanged" in err["message"], err
+        assert str(tmp_path) not in err["message"]  # where the index lives is not the client's business
+        assert e.stats()["documents"] == before
