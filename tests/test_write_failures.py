@@ -116,3 +116,35 @@ def test_a_full_disk_under_the_server_is_503_and_says_so(
         assert err["code"] == "write_failed" and "unchanged" in err["message"], err
         assert str(tmp_path) not in err["message"]  # where the index lives is not the client's business
         assert e.stats()["documents"] == before
+
+
+_TERM_MID_WRITE = """
+import os, signal, sys
+from search import lexical_process as lp
+from search.backends import local_write
+from search.cli import main
+
+lp.BULK_ARTICLES = 1
+real = local_write.GenerationWriter.add
+
+def add_then_term(self, batch):
+    real(self, batch)
+    open("child.pid", "w").write(str(self._lex._proc.pid))
+    os.kill(os.getpid(), signal.SIGTERM)  # as `timeout`, `docker stop` or systemd do
+
+local_write.GenerationWriter.add = add_then_term
+main(["index", "seeds"])
+"""
+
+
+def test_sigterm_mid_write_cleans_up_as_ctrl_c_does(workdir: Path) -> None:
+    import sys
+
+    before = _generations(Path("index"))
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    r = subprocess.run([sys.executable, "-c", _TERM_MID_WRITE], env=env, capture_output=True, text=True)
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert r.stderr.strip().splitlines()[-1] == "Aborted!" and "Traceback" not in r.stderr, r.stderr
+    assert _generations(Path("index")) == before  # no half-built generation left behind
+    child = Path(f"/proc/{Path('child.pid').read_text()}/stat")
+    assert not child.exists() or child.read_text().split(")")[1].split()[0] == "Z"  # ended
