@@ -49,7 +49,8 @@ def write_failed(e: BaseException) -> str:
         why += f": {e.filename}"
     if e.errno == errno.EFBIG:
         fix = "raise the file size limit (ulimit -f)"
-    elif e.errno in (errno.ENOSPC, errno.EDQUOT):
+    elif e.errno in (errno.ENOSPC, errno.EDQUOT) or (e.errno is None and " written" in why):
+        # numpy's tofile (np.save) says only "N requested and M written" when the disk fills.
         fix = "free disk space"
     elif e.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
         fix = "make the index folder writable"

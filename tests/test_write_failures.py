@@ -148,3 +148,11 @@ def test_sigterm_mid_write_cleans_up_as_ctrl_c_does(workdir: Path) -> None:
     assert _generations(Path("index")) == before  # no half-built generation left behind
     child = Path(f"/proc/{Path('child.pid').read_text()}/stat")
     assert not child.exists() or child.read_text().split(")")[1].split()[0] == "Z"  # ended
+
+
+def test_a_short_write_says_to_free_disk_space() -> None:
+    # What np.save raised when a tmpfs filled up under a bulk write (no errno, no file name).
+    from search.errors import write_failed
+
+    line = write_failed(OSError("3212544 requested and 1159040 written"))
+    assert "3212544 requested and 1159040 written" in line and "free disk space" in line, line
