@@ -109,7 +109,10 @@ def _sigterm_as_ctrl_c() -> Iterator[None]:
     """SIGTERM (``timeout``, ``docker stop``, systemd) stops a write as Ctrl-C does: the
     half-built generation is removed and the lexical process ended, instead of both left
     behind until the next write."""
-    if threading.current_thread() is not threading.main_thread():
+    # Not from another thread (signal.signal refuses), nor where SIGTERM was set on purpose.
+    if threading.current_thread() is not threading.main_thread() or (
+        signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    ):
         yield
         return
 

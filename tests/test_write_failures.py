@@ -156,3 +156,26 @@ def test_a_short_write_says_to_free_disk_space() -> None:
 
     line = write_failed(OSError("3212544 requested and 1159040 written"))
     assert "3212544 requested and 1159040 written" in line and "free disk space" in line, line
+
+
+def test_a_write_leaves_sigterm_as_it_found_it(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import signal
+
+    seen: list[Any] = []
+    real = lp.InProcess.add
+
+    def add(self: lp.InProcess, rows: list[lp.ArticleRow]) -> None:
+        seen.append(signal.getsignal(signal.SIGTERM))
+        real(self, rows)
+
+    monkeypatch.setattr(lp.InProcess, "add", add)
+    monkeypatch.setattr(lp, "BULK_ARTICLES", 10**9)
+    for before in (signal.SIG_DFL, signal.SIG_IGN):  # SIG_IGN: set on purpose, not overridden
+        old = signal.signal(signal.SIGTERM, before)
+        try:
+            seen.clear()
+            assert CliRunner().invoke(cli, ["index", "seeds"], catch_exceptions=False).exit_code == 0
+            assert signal.getsignal(signal.SIGTERM) is before
+            assert seen and (seen[0] is signal.SIG_IGN) == (before is signal.SIG_IGN)
+        finally:
+            signal.signal(signal.SIGTERM, old)
