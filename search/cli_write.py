@@ -9,8 +9,11 @@ removed, near-duplicates, and where the time went) or, with ``--json``, the repo
 from __future__ import annotations
 
 import json
+import signal
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +104,28 @@ def _print_report(report: Any, what: str) -> None:
     c.print(f"{what}: {summary}; {report.passages} passages in {report.took_s:.1f} s{split}")
 
 
+@contextmanager
+def _sigterm_as_ctrl_c() -> Iterator[None]:
+    """SIGTERM (``timeout``, ``docker stop``, systemd) stops a write as Ctrl-C does: the
+    half-built generation is removed and the lexical process ended, instead of both left
+    behind until the next write."""
+    # Not from another thread (signal.signal refuses), nor where SIGTERM was set on purpose.
+    if threading.current_thread() is not threading.main_thread() or (
+        signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    ):
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
 def _build(engine: Any, paths: list[str], reset: bool, **opts: Any) -> Any:
     prog, cb = _progress_bar()
     with prog:
@@ -142,7 +167,10 @@ def _write(
     emb = _writer_embedder(workers)
     try:
         # Only `search index` creates an index: `add` into a mistyped --index is an error.
-        with _open(index_dir, create=reset, backend=backend, uri=uri, embedder=emb) as engine:
+        with (
+            _sigterm_as_ctrl_c(),
+            _open(index_dir, create=reset, backend=backend, uri=uri, embedder=emb) as engine,
+        ):
             return _build(engine, paths, reset=reset, **opts)
     finally:
         if emb is not None:
@@ -203,7 +231,7 @@ def remove_cmd(
     doc_ids: tuple[str, ...], index_dir: str, backend: str, uri: str | None, as_json: bool
 ) -> None:
     """Remove articles by document id. Example: search remove 000_e3a89f9a78d59e55.txt"""
-    with _open(index_dir, backend=backend, uri=uri) as engine:
+    with _sigterm_as_ctrl_c(), _open(index_dir, backend=backend, uri=uri) as engine:
         report = engine.remove(list(doc_ids))
     if as_json:
         click.echo(json.dumps(report.to_dict()))
@@ -228,7 +256,7 @@ def reindex_cmd(index_dir: str, backend: str, uri: str | None, workers: str | No
     emb = _writer_embedder(workers)
     try:
         prog, cb = _progress_bar()
-        with prog:
+        with _sigterm_as_ctrl_c(), prog:
             engine, report = Engine.rebuild(index_dir, progress=cb, backend=backend, uri=uri, embedder=emb)
         engine.close()
     finally:

@@ -34,6 +34,31 @@ class WriterBusyError(SearchError):
     """Another process holds the index's writer lock."""
 
 
+class IndexWriteError(SearchError):
+    """A write could not be finished (disk full or read-only, a helper process died); the index is as it was."""
+
+
+def write_failed(e: BaseException) -> str:
+    """One line for what stopped a write, that the index is unchanged, and what to do."""
+    import errno
+
+    if not isinstance(e, OSError):
+        return f"writing the index failed ({type(e).__name__}: {e}); the index is unchanged"
+    why = e.strerror or str(e) or type(e).__name__
+    if e.filename:
+        why += f": {e.filename}"
+    if e.errno == errno.EFBIG:
+        fix = "raise the file size limit (ulimit -f)"
+    elif e.errno in (errno.ENOSPC, errno.EDQUOT) or (e.errno is None and " written" in why):
+        # numpy's tofile (np.save) says only "N requested and M written" when the disk fills.
+        fix = "free disk space"
+    elif e.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        fix = "make the index folder writable"
+    else:
+        fix = "check the disk the index is on"
+    return f"could not write the index ({why}); the index is unchanged: {fix}, then try again"
+
+
 class QueryError(SearchError, ValueError):
     """The question cannot be searched (empty, too long, nothing searchable)."""
 

@@ -24,6 +24,7 @@ from bisect import bisect_left
 from pathlib import Path
 from typing import IO, Any
 
+from .errors import IndexWriteError, write_failed
 from .lexical_stats import DOCS
 from .lexical_writer import LexicalWriter
 from .text import analyze, analyze_spans, headline, stable
@@ -145,14 +146,28 @@ class Child:
             self._failed()
         if status == "error":
             self.cancel()
-            raise RuntimeError(f"lexical indexing failed: {value}")
+            raise IndexWriteError(value)
         return value
 
     def _failed(self) -> None:
         code = self._proc.poll()
+        if code is None:  # its pipe closed: it is ending
+            try:
+                code = self._proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
         self.cancel()
-        raise RuntimeError(
-            f"the lexical indexing process stopped (exit status {code}); any error it printed is above"
+        if code is not None and code < 0:
+            try:
+                how = f"killed by {signal.Signals(-code).name}"
+            except ValueError:
+                how = f"killed by signal {-code}"
+            if code == -signal.SIGKILL:
+                how += ", as when the system runs out of memory"
+        else:
+            how = f"exit status {code}: any error it printed is above"
+        raise IndexWriteError(
+            f"the lexical indexing process stopped ({how}); the index is unchanged: run the write again"
         )
 
     def _flush(self) -> None:
@@ -241,7 +256,7 @@ def serve(path: Path, inp: IO[bytes], out: IO[bytes]) -> None:
                 answer("error", error)
                 return
         except Exception as e:  # sent to the parent, which raises it
-            error = f"{type(e).__name__}: {e}"
+            error = write_failed(e)
             if msg[0] != "add":
                 writers.cancel()
                 answer("error", error)

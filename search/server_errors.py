@@ -20,6 +20,7 @@ from .engine import Engine
 from .errors import (
     DocumentNotFoundError,
     FilterError,
+    IndexWriteError,
     IngestError,
     QueryError,
     SearchError,
@@ -173,6 +174,12 @@ def _install_error_handlers(app: FastAPI) -> None:
                 "busy",
                 "another process or request is writing to the index: try again in a few seconds",
                 {"Retry-After": str(RETRY_AFTER_S)},
+            )
+        if isinstance(exc, IndexWriteError):  # a full disk, a read-only folder: logged above
+            return error(
+                503,
+                "write_failed",
+                "the index could not be written (the server log has the details); it is unchanged: try again later",
             )
         # Index missing or damaged under a running server: the details (paths) are logged.
         return error(

@@ -10,6 +10,7 @@ import pytest
 from search import lexical_process as lp
 from search.embed import HashEmbedder
 from search.engine import Engine
+from search.errors import IndexWriteError
 from search.lexical_postings import SUFFIX
 from search.types import Article
 
@@ -88,7 +89,7 @@ def test_a_child_that_dies_fails_the_write_and_keeps_the_index(
         self._proc.kill()
 
     monkeypatch.setattr(lp.Child, "add", add_then_die)
-    with pytest.raises(RuntimeError, match="lexical indexing process stopped"):
+    with pytest.raises(IndexWriteError, match="lexical indexing process stopped"):
         e.add(_articles("new"))
     monkeypatch.setattr(lp.Child, "add", real_add)
     assert sorted(d.id for d in e.documents()) == before

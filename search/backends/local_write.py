@@ -18,6 +18,8 @@ import json
 import math
 import os
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,7 @@ import numpy as np
 
 from .. import lexical as lx
 from .. import lexical_process as lp
+from ..errors import IndexWriteError, write_failed
 from ..text import analyze, headline
 from ..types import Article
 from ..vectors import DEFAULT_ANN
@@ -50,10 +53,24 @@ def _tier(rows: int) -> int:
     return int(math.log10(max(rows, 1)))
 
 
+@contextmanager
+def _disk() -> Iterator[None]:
+    """A full disk, a read-only folder or a file size limit: one line, as the package's own
+    error (the caller's ``abort`` then removes the half-built generation)."""
+    try:
+        yield
+    except OSError as e:
+        raise IndexWriteError(write_failed(e)) from e
+
+
 class GenerationWriter:
     """Build the next generation of the index at ``root``; the caller holds the writer lock."""
 
     def __init__(self, root: Path, cache: dict[str, Segment], reset: bool = False) -> None:
+        with _disk():
+            self._start(root, cache, reset)
+
+    def _start(self, root: Path, cache: dict[str, Segment], reset: bool) -> None:
         self.root = root
         self.cache = cache
         self.reset = reset
@@ -137,6 +154,10 @@ class GenerationWriter:
 
     def add(self, batch: WriteBatch) -> None:
         """Write one batch of articles (a document already there is replaced) as a new segment."""
+        with _disk():
+            self._add(batch)
+
+    def _add(self, batch: WriteBatch) -> None:
         self._lexical(len(batch.articles))  # in a child process or not: the first batch decides
         if batch.remove:
             self.remove(batch.remove)
@@ -214,6 +235,10 @@ class GenerationWriter:
         if not write:
             self.abort()
             return None
+        with _disk():
+            return self._finish(sources)
+
+    def _finish(self, sources: list[str] | None) -> str:
         # The lexical commit runs in its child (a bulk write) beside the vector merges.
         if self._lex is not None:
             self._lex.start_commit()
