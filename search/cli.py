@@ -104,7 +104,23 @@ for _command in (
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `search` command."""
     try:
-        cli.main(args=argv, prog_name="search")
+        code = cli.main(args=argv, prog_name="search", standalone_mode=False)
+        if isinstance(code, int) and not isinstance(code, bool) and code:  # ctx.exit(code)
+            sys.exit(code)
+    except click.UsageError as e:
+        # One line, as every other mistake ("Usage:" and "Try --help" made it three), with
+        # the command's help named at its end.
+        cmd = e.ctx.command_path if e.ctx is not None else "search"
+        click.echo(f"Error: {one_line(e.format_message())} (see {cmd} --help)", err=True)
+        sys.exit(e.exit_code)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
+    except click.exceptions.Abort:
+        click.echo("Aborted!", err=True)
+        sys.exit(1)
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
     except BrokenPipeError:
         # Output piped into `head`: not an error; silence the flush at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

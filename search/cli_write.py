@@ -235,7 +235,7 @@ def remove_cmd(
         report = engine.remove(list(doc_ids))
     if as_json:
         click.echo(json.dumps(report.to_dict()))
-    else:
+    elif report.removed:  # nothing removed: the error below is the one line
         c = _err_console()
         for d in report.missing:
             c.print(f"warning: no document {d!r} in the index (see `search list`)")

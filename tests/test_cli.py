@@ -161,6 +161,7 @@ def test_show_and_remove(workdir: Path) -> None:
     assert r.exit_code == 1 and "no document 'nope.txt'" in r.stderr
     r = run("remove", "nope.txt")
     assert r.exit_code == 1 and "none of the ids is in the index" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr  # no warning and "removed 0" first
     r = run("remove", doc)
     assert r.exit_code == 0
     r = run("stats", "--json")

@@ -216,3 +216,23 @@ def test_a_bad_filter_exits_2_while_the_model_still_loads(seed_engine) -> None:
         assert r.returncode == 2, r.stderr
         assert r.stderr.strip().splitlines() == [r.stderr.strip()], r.stderr
         assert "unknown filter field 'category'" in r.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["show", "x.txt", "--span", "512:356"], ["ask", "--bogus", "x"], ["ask", "-k", "0", "x"], ["nope"]],
+)
+def test_a_usage_mistake_is_one_line(args: list[str], workdir: Path) -> None:
+    """click's usage errors were three lines (Usage:, Try --help, Error:); now one, exit 2."""
+    r = subprocess.run([sys.executable, "-m", "search", *args], env=_env(), capture_output=True, text=True)
+    assert r.returncode == 2, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and r.stderr.startswith("Error: "), r.stderr
+    assert "--help" in r.stderr
+
+
+def test_help_and_version_still_exit_0(workdir: Path) -> None:
+    for args in (["--help"], ["ask", "--help"], ["--version"]):
+        r = subprocess.run(
+            [sys.executable, "-m", "search", *args], env=_env(), capture_output=True, text=True
+        )
+        assert r.returncode == 0 and r.stdout and not r.stderr, (args, r.stderr)
