@@ -26,8 +26,9 @@ from .types import Answer, Article
 
 try:
     from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
     from mcp.types import CallToolResult, TextContent, ToolAnnotations
-    from pydantic import Field
+    from pydantic import Field, ValidationError
 except ImportError as e:  # pragma: no cover - depends on the environment
     raise MissingExtraError(
         f"the MCP server needs the mcp SDK ({e.name} is missing): pip install 'search[serve]'"
@@ -102,9 +103,33 @@ def document_text(art: Article) -> str:
     return "\n".join(head) + "\n\n" + art.text
 
 
+class _Server(MCPServer[Any]):
+    """The SDK's server, with an argument that breaks a tool's schema told in one line."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as e:
+            if isinstance(e.__cause__, ValidationError):
+                # pydantic's text is several lines with a documentation link per error.
+                raise ToolError(invalid_arguments(e.__cause__)) from None
+            raise
+
+
+def invalid_arguments(e: ValidationError) -> str:
+    """One line: each bad argument, what it must be, and what was given."""
+    bits = []
+    for err in e.errors():
+        where = ".".join(str(x) for x in err.get("loc", ())) or "arguments"
+        got = err.get("input")
+        shown = f" (got {got!r})" if not isinstance(got, dict) and len(repr(got)) <= 40 else ""
+        bits.append(f"{where}: {err.get('msg', 'invalid')}{shown}")
+    return "invalid arguments: " + "; ".join(bits)
+
+
 def build_server(engine: Engine, *, allow_writes: bool = False) -> MCPServer[Any]:
     """An MCP server exposing ``engine``; ``add_document`` exists only with ``allow_writes``."""
-    mcp: MCPServer[Any] = MCPServer(
+    mcp: MCPServer[Any] = _Server(
         "search", instructions=INSTRUCTIONS, version=_version(), log_level="WARNING"
     )
     write_lock = threading.Lock()

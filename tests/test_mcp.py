@@ -106,6 +106,10 @@ def test_read_only_tools(seed_index: Path) -> None:
         assert r.is_error and "no document 'no/such/doc'" in _text(r)
         r = await client.call_tool("ask", {"question": "who", "k": 101})
         assert r.is_error and "Traceback" not in _text(r)
+        for bad in ({"question": "who", "k": 0}, {"question": "who", "mode": "fast"}, {"k": 3}):
+            r = await client.call_tool("ask", bad)  # pydantic's text was lines and links
+            assert r.is_error and "\n" not in _text(r) and "http" not in _text(r), _text(r)
+            assert "invalid arguments: " in _text(r)
         r = await client.call_tool("add_document", {"id": "x", "title": "t", "text": "w"})
         assert r.is_error
         # Still serving after the errors.
