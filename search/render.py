@@ -42,10 +42,12 @@ def print_answer(console: Console, result: Answer, engine: Any = None) -> None:
             console.print(Text.assemble(("Answer: ", "bold"), (block.text, "bold green")))
         elif block.sentences:
             console.print(Text("No short answer. The best supporting sentence:", style="bold"))
-        else:
+        elif result.hits:
             console.print(
                 Text("No short answer: no passage states it; the closest passages follow.", style="bold")
             )
+        else:  # nothing follows (e.g. no passage passes the filters): say no more than that
+            console.print(Text("No short answer: no passage states it.", style="bold"))
         for s in block.sentences[:3]:
             console.print(Text.assemble("  “", (s.text, "italic"), f"” [{s.passage_rank}]"))
         if block.text:

@@ -206,3 +206,12 @@ def test_min_confidence_sets_the_bar_for_a_short_answer(workdir: Path) -> None:
     assert not high["text"] and high["needed"] == 1.0 and high["sentences"]
     r = CliRunner().invoke(cli, ["ask", "who scored", "--min-confidence", "1.5"])
     assert r.exit_code == 2 and "--min-confidence" in r.output and "Traceback" not in r.output
+
+
+def test_a_filter_nothing_passes_promises_no_passages(workdir: Path) -> None:
+    """It said "the closest passages follow" and then that no passage passes the filters."""
+    r = run("ask", "who scored the winner", "--source", "Nobody")
+    assert r.exit_code == 0, r.output
+    assert "No passage passes the filters." in r.stdout and "follow" not in r.stdout
+    r = run("ask", "who scored the winner")
+    assert "No passage passes the filters." not in r.stdout
