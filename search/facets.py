@@ -9,7 +9,10 @@ filter (``unfiltered``), so a user sees what a wider search would find.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
 from typing import Any
 
 #: Document fields counted as facets (``category`` is an extra JSONL field, e.g. BBC Sport's).
@@ -28,14 +31,34 @@ COUNTRY_LABELS = frozenset({"GPE", "NORP"})
 ENTITY_SAMPLE = 16_384
 
 
+_POSSESSIVE = re.compile(r"['’]s?$")
+
+
+def facet_name(text: str) -> str:
+    """A stored entity's text as the facets show it: spaces collapsed, a possessive dropped
+    ("Anthony Gordon’s" and "Anthony Gordon" are one person)."""
+    name = " ".join(text.split())
+    return _POSSESSIVE.sub("", name) or name
+
+
+@lru_cache(maxsize=1)
+def not_teams() -> frozenset[str]:
+    """Outlets, governing bodies and competitions (``data/not_teams.txt``), lower-cased."""
+    raw = resources.files("search.data").joinpath("not_teams.txt").read_text(encoding="utf-8")
+    return frozenset(x.strip().lower() for x in raw.splitlines() if x.strip() and not x.startswith("#"))
+
+
 def entity_group(label: str, text: str, countries: frozenset[str]) -> str | None:
-    """ "people", "teams" or None for one stored entity."""
+    """ "people", "teams" or None for one stored entity. A country's name is its national
+    team whatever the model tagged it ("England" as a person); an outlet or a competition
+    tagged ORG ("BBC", "the Champions League") is no team."""
+    name = facet_name(text)
+    if name in countries:
+        return "teams" if label in PEOPLE_LABELS | TEAM_LABELS | COUNTRY_LABELS else None
     if label in PEOPLE_LABELS:
         return "people"
     if label in TEAM_LABELS:
-        return "teams"
-    if label in COUNTRY_LABELS and " ".join(text.split()) in countries:
-        return "teams"
+        return None if name.lower() in not_teams() else "teams"
     return None
 
 

@@ -378,3 +378,22 @@ def test_a_sample_cut_inside_tied_scores_takes_the_first_of_them(
     keep = sorted([*above.tolist(), int(np.flatnonzero(scores == cut)[0])])
     want = view.rows.facets(docs[keep], pns[keep], None, sample=len(docs))
     assert f.fields["people"] == want.fields["people"] and f.fields["teams"] == want.fields["teams"]
+
+
+def test_facet_names_and_groups() -> None:
+    """A possessive is the same person; a country tagged as a person is its team; an outlet
+    or a competition tagged ORG is no team (newcomer: "BBC" and "the Champions League" were
+    teams, "England" a person, "Anthony Gordon’s" a second Gordon)."""
+    from search.facets import entity_group, facet_name
+
+    countries = frozenset({"England", "Argentina"})
+    assert (
+        facet_name("Anthony  Gordon’s") == "Anthony Gordon" and facet_name("Buenos Aires'") == "Buenos Aires"
+    )
+    assert entity_group("PERSON", "England", countries) == "teams"
+    assert entity_group("GPE", "Argentina's", countries) == "teams"
+    assert entity_group("PERSON", "Anthony Gordon’s", countries) == "people"
+    assert entity_group("ORG", "BBC", countries) is None
+    assert entity_group("ORG", "the Champions League", countries) is None
+    assert entity_group("ORG", "Chelsea", countries) == "teams"
+    assert entity_group("DATE", "England", countries) is None

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..dedup import narrow
-from ..facets import entity_group
+from ..facets import entity_group, facet_name
 from ..types import Article
 from ..vector_codes import as_stored, encode_unit, row_digests, shared_rows, to_codes, worth_sharing
 from ..vectors import AnnSpec, save_npy, save_vectors, stored_dtype, write_ann
@@ -110,7 +110,7 @@ def facet_entities(
             group = entity_group(label, art.text[s:e], countries)
             if group is None:
                 continue
-            code = vocab.setdefault((group, " ".join(art.text[s:e].split())), len(vocab))
+            code = vocab.setdefault((group, facet_name(art.text[s:e])), len(vocab))
             for j, (ps_, pe) in enumerate(ps):
                 if ps_ <= s and e <= pe:
                     rows[j].append(code)

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..dates import month
-from ..facets import FACET_FIELDS, Facets, entity_group
+from ..facets import FACET_FIELDS, Facets, entity_group, facet_name
 from ..filters import BUILTIN, Filters
 from .local_rows import _countries, _top
 from .milvus_base import lexical_text
@@ -135,7 +135,7 @@ def facets(be: MilvusSearch, pids: list[str], top: int = 10) -> Facets:
                 if p.start <= s and e <= p.end:
                     group = entity_group(label, art.text[s:e], countries)
                     if group is not None:
-                        (people if group == "people" else teams)[" ".join(art.text[s:e].split())] += 1
+                        (people if group == "people" else teams)[facet_name(art.text[s:e])] += 1
     out.fields["people"] = _top(people, top)
     out.fields["teams"] = _top(teams, top)
     return out
