@@ -125,7 +125,10 @@ def show_cmd(
                 "use a span from `search ask`"
             )
         if as_json:
-            click.echo(json.dumps(art.to_dict(), ensure_ascii=False))
+            d = art.to_dict()
+            if rng:  # the cited span, as the JSON of ask cites it
+                d["span"] = {"start": rng[0], "end": rng[1], "text": art.text[rng[0] : rng[1]]}
+            click.echo(json.dumps(d, ensure_ascii=False))
             return
         from .render import print_article
 

@@ -112,9 +112,15 @@ def print_article(console: Console, art: Article, rec: DocRecord, span: tuple[in
             meta.append(v)
     meta.extend(f"{k}: {', '.join(v) if isinstance(v, list) else v}" for k, v in (art.metadata or {}).items())
     console.print(Text(" · ".join(meta), style="dim"))
+    marked = span is not None and not (console.is_terminal and console.color_system)
     if span:
-        console.print(Text(f"cited span {span[0]}:{span[1]} highlighted", style="dim"))
+        how = "marked [[ ]]" if marked else "highlighted"
+        console.print(Text(f"cited span {span[0]}:{span[1]} {how}", style="dim"))
     console.print()
+    if span and marked:  # piped or no colour: a highlight would not show, so mark it in text
+        a, b = span
+        console.print(Text(f"{art.text[:a]}[[{art.text[a:b]}]]{art.text[b:]}"))
+        return
     body = Text(art.text)
     if span:
         body.stylize("bold black on yellow", span[0], span[1])
