@@ -215,7 +215,7 @@ class Filters:
                 raw = {c.op: c.value for c in self.clauses if c.field == f}
                 if f == "published":
                     raise FilterError(
-                        f"--since {raw.get('>=', raw.get('>'))} is after --until {raw.get('<=', raw.get('<'))}: "
+                        f"since {raw.get('>=', raw.get('>'))} is after until {raw.get('<=', raw.get('<'))}: "
                         "nothing can match; swap them"
                     )
                 raise FilterError(f"{f}: the lower bound {lo[f]:g} is above the upper bound {hi[f]:g}")
@@ -286,7 +286,7 @@ def _typed(c: Clause, kind: str) -> list[Clause]:
     if c.op == "=":
         return [Clause(c.field, ">=", start), Clause(c.field, "<=", end)]
     if c.op == "!=":
-        raise FilterError(f"{c.field}: use --since/--until (or >=, <=) for dates, not !=")
+        raise FilterError(f"{c.field}: use since/until (or >=, <=) for dates, not !=")
     if c.op == "<=" or c.op == ">":
         return [Clause(c.field, c.op, end)]
     return [Clause(c.field, c.op, start)]

@@ -87,7 +87,7 @@ def test_the_issues_query_returns_only_matching_passages_and_k_of_them(
         (["--since", "next week"], "'next week' is not a date"),
         (
             ["--since", "2005-06-01", "--until", "2005-01-01"],
-            "--since 2005-06-01 is after --until 2005-01-01",
+            "since 2005-06-01 is after until 2005-01-01",
         ),
         (["--where", "category>=x"], "category holds text"),
         (["--where", "oops"], "is not a filter"),
@@ -169,7 +169,7 @@ def test_http_documents_page_with_a_total(client: Any) -> None:
     [
         ({"where": "colour=red"}, "unknown filter field 'colour'"),
         ({"since": "soon"}, "'soon' is not a date"),
-        ({"since": "2005-06-01", "until": "2005-01-01"}, "is after --until"),
+        ({"since": "2005-06-01", "until": "2005-01-01"}, "is after until"),
     ],
 )
 def test_http_bad_filters_are_400(client: Any, params: dict[str, str], message: str) -> None:
