@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,6 +26,7 @@ import numpy as np
 
 from .. import lexical as lx
 from .. import lexical_process as lp
+from ..ann import cores
 from ..errors import IndexWriteError, write_failed
 from ..text import analyze, headline
 from ..types import Article
@@ -108,7 +108,8 @@ class GenerationWriter:
         first batch ``lp.BULK_ARTICLES`` or more articles) and there is a second core."""
         if self._lex is None:
             path = self.tmp / "lexical"
-            bulk = articles >= lp.BULK_ARTICLES and (os.cpu_count() or 1) > 1
+            # The cores this process may run on (taskset, a container's cpuset), not the machine's.
+            bulk = articles >= lp.BULK_ARTICLES and cores() > 1
             self._lex = lp.start(path) if bulk else lp.InProcess(path)
         return self._lex
 
