@@ -221,9 +221,10 @@ class Engine(Writes, Retrieves):
         progress: Callable[[str, int, int], None] | None = None,
         **kwargs: Any,
     ) -> tuple[Engine, WriteReport]:
-        """Rebuild an index from its recorded sources, even one this version cannot open
-        (another format, model or chunking): the old generations are replaced by a fresh
-        index built from the same sources. Returns the open engine and the report."""
+        """Rebuild an index with this version: the articles it holds, from their stored text
+        (:meth:`reindex`); or, when this version cannot open it (another format, model or
+        chunking), from the sources it recorded, the old generations replaced by a fresh
+        index. Returns the open engine and the report."""
         from .backends.local import clear_index, recorded_sources
 
         p = Path(path) if path is not None else default_index_path()
