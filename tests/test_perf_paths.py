@@ -333,3 +333,8 @@ def test_a_new_generation_is_read_ahead_but_not_its_store(tmp_path: Path, monkey
     assert read[0] == "seg-1.faiss"  # the ANN first
     assert sorted(read) == sorted(["seg-1.faiss", "seg-1.npy", "lexical/a.bm25.docs.npy", "table.ids.bin"])
     local.prefetch(tmp_path / "gone")  # a generation removed since: nothing, no error
+    # The next generation links the same files: they are not read again, a new one is.
+    known = set(local._READ_AHEAD)
+    (folder / "seg-2.npy").write_bytes(b"y" * 10)
+    local.prefetch(folder)
+    assert len(local._READ_AHEAD - known) == 1

@@ -88,6 +88,11 @@ PREFETCH_SUFFIXES = (".faiss", ".npy", ".bin")
 PREFETCH_SKIP = (".store.bin", ".minhash.npy")
 
 
+#: Files read ahead by this process (device, inode, size, mtime): a generation after an add
+#: links the unchanged segments of the one before, which are not read again.
+_READ_AHEAD: set[tuple[int, int, int, int]] = set()
+
+
 def prefetch(folder: Path) -> None:
     """Read a generation's query files once, in the background, so their pages are in the
     page cache before queries fault them in one at a time (a fresh process at 1M passages
@@ -112,8 +117,13 @@ def prefetch(folder: Path) -> None:
     for f in sorted(files, key=lambda f: not f.name.endswith(".faiss")):  # the ANN first
         try:
             with open(f, "rb", buffering=0) as fh:
+                st = os.fstat(fh.fileno())
+                key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+                if key in _READ_AHEAD:  # a segment the next generation links, read already
+                    continue
                 while fh.readinto(buf):
                     pass
+                _READ_AHEAD.add(key)
         except OSError:  # removed by a writer since: nothing to read
             continue
 
