@@ -87,6 +87,7 @@ class Engine(Writes, Retrieves):
         if not 0.0 <= alpha <= 1.0:
             raise ValueError("alpha must be between 0 and 1")
         self.alpha = alpha
+        self.lead_within = 3  # `ask` moves the answer's passage to the front from this rank: answer/lead.py
         self.collapse_duplicates = collapse_duplicates
         self.rerank = rerank
         # Whether the football vocabulary expands queries: None decides per index
@@ -364,6 +365,10 @@ class Engine(Writes, Retrieves):
             # In bm25 mode no model is loaded (vec is None): the answer weighs words only.
             block = build_answer(question.strip(), hits, _Pinned(self, view), vec)
             block.notice = block.notice or self.entity_notice()
+            if Sort.from_str(sort) is Sort.RELEVANCE:
+                from .answer.lead import lead
+
+                hits = lead(hits, block, self.lead_within)
         shown = hits[:k]
         if block is not None:
             cited = {s.passage_rank for s in block.sentences}

@@ -614,3 +614,36 @@ def test_partial_support_is_not_worded_as_dissent() -> None:
     block = AnswerBlock(text="Jose Mourinho", sentences=[], support=2, articles=11, outlets=["a", "b"])
     assert block.summary == "2 articles state it, of 11 on the question (a, b)"
     assert AnswerBlock(text="x", support=3, articles=3).summary == "3 of 3 articles agree"
+
+
+def test_the_passage_stating_the_answer_leads_and_citations_follow_it() -> None:
+    """`ask` moves the answer's passage to the front from the top LEAD_WITHIN only, and
+    every citation number (answer and conflict sentences) is renumbered with it."""
+    from search.answer.lead import LEAD_WITHIN, lead
+    from search.types import Conflict, Sentence
+
+    def setup(cited: int) -> tuple[list[Hit], AnswerBlock]:
+        hits = [
+            Hit(passage=Passage(f"d{r}#0", f"d{r}", 0, 5, "text"), score=1.0 / r, rank=r) for r in range(1, 7)
+        ]
+        block = AnswerBlock(
+            text="X",
+            sentences=[Sentence("s", f"d{cited}", 0, 1, cited), Sentence("t", "d1", 0, 1, 1)],
+            conflicts=[Conflict("Y", 1, [Sentence("u", "d2", 0, 1, 2)])],
+        )
+        return hits, block
+
+    hits, block = setup(3)
+    out = lead(hits, block)
+    assert [h.passage.doc_id for h in out][:4] == ["d3", "d1", "d2", "d4"]
+    assert [h.rank for h in out] == [1, 2, 3, 4, 5, 6]
+    assert [s.passage_rank for s in block.sentences] == [1, 2]
+    assert block.conflicts[0].sentences[0].passage_rank == 3
+    for s in block.sentences + block.conflicts[0].sentences:  # each number still names its passage
+        assert out[s.passage_rank - 1].passage.doc_id == s.doc_id
+
+    for cited in (1, LEAD_WITHIN + 1):  # already first; or too deep to move
+        hits, block = setup(cited)
+        out = lead(hits, block)
+        assert [h.passage.doc_id for h in out] == [f"d{r}" for r in range(1, 7)]
+        assert block.sentences[0].passage_rank == cited
