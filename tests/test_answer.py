@@ -647,3 +647,20 @@ def test_the_passage_stating_the_answer_leads_and_citations_follow_it() -> None:
         out = lead(hits, block)
         assert [h.passage.doc_id for h in out] == [f"d{r}" for r in range(1, 7)]
         assert block.sentences[0].passage_rank == cited
+
+
+def test_a_nickname_is_never_the_answer() -> None:
+    """ "The Gunners" is Arsenal: asked which club a player came from, the answer is the
+    other club, and asked whose goal it was, a person (data/nicknames.txt)."""
+    arts = [
+        article(
+            "almunia.txt",
+            "The Gunners brought in keeper Manuel Almunia from Celta Vigo in the summer.",
+            [("Gunners", "ORG"), ("Manuel Almunia", "PERSON"), ("Celta Vigo", "ORG")],
+        )
+    ]
+    q = analyse("Which club did Arsenal sign Manuel Almunia from?")
+    sents, _ = collect(q, hits_of(arts), FakeEngine(arts).get_document)
+    assert {c.text for c in candidates(q, sents)} == {"Celta Vigo"}
+    d = decide("Which club did Arsenal sign Manuel Almunia from?", hits_of(arts), FakeEngine(arts))
+    assert d.clusters[0].text == "Celta Vigo"

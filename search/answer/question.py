@@ -124,11 +124,12 @@ def label_fit(atype: str, label: str, text: str = "", after: str = "") -> float:
 
 @cache
 def excluded(atype: str) -> frozenset[str]:
-    """Names that never answer ``atype`` (a data file named by the table's "not_of_type")."""
-    name = table().get("not_of_type", {}).get(atype)
-    if not name:
-        return frozenset()
-    raw = resources.files("search.data").joinpath(name).read_text(encoding="utf-8")
-    return frozenset(
-        line.strip().lower() for line in raw.splitlines() if line.strip() and not line.startswith("#")
-    )
+    """Names that never answer ``atype``: the data file the table's "not_of_type" names for
+    it, and the one it names for every type ("*": a nickname is never the answer)."""
+    out: set[str] = set()
+    for key in (atype, "*"):
+        name = table().get("not_of_type", {}).get(key)
+        if name:
+            raw = resources.files("search.data").joinpath(name).read_text(encoding="utf-8")
+            out.update(x.strip().lower() for x in raw.splitlines() if x.strip() and not x.startswith("#"))
+    return frozenset(out)
