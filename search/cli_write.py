@@ -192,8 +192,8 @@ def _require_paths(paths: list[str]) -> None:
     "--root",
     type=click.Path(file_okay=False),
     default=None,
-    help="Corpus folder the ids of single files are relative to (default: the folder they were "
-    "indexed from, or their own folder).",
+    help="Corpus folder the ids are relative to (default: the folder indexed before that holds "
+    "the files or folders given, else a folder given, or a file's own folder).",
 )
 @click.option("--replace", is_flag=True, help="Let a different file take an id that is already used.")
 def add_cmd(

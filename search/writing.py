@@ -88,7 +88,8 @@ class Writes:
 
         Ids of files are paths relative to a corpus root: ``root`` if given, else the root
         the same file was indexed under before, else the recorded source folder that holds
-        it, else the folder given (a single file: its own folder). A *different* file whose
+        it (a folder given too), else the folder given (a single file: its own folder). A
+        *different* file whose
         id is taken is refused (named in the report) unless ``replace``.
 
         Articles stream: files are read, chunked, tagged and encoded in batches, and each
@@ -224,7 +225,10 @@ class Writes:
 
         def find(p: Path) -> Path | None:
             if p.is_dir():
-                return None  # a folder given is its own root
+                # A folder inside one indexed before takes that folder's root, as its files
+                # would one by one (``search add raw/cricket`` after ``search index raw``
+                # gives ``cricket/105.txt``); any other folder is its own root.
+                return next((f for f in folders if f in p.resolve().parents), None)
             rp = str(p.resolve())
             # Indexed before (a document whose path is this file): keep its id. Its id is a
             # tail of the path, so look those up instead of reading every document.

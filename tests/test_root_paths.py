@@ -120,3 +120,21 @@ def test_cli_add_with_relative_root(layout: Path, tmp_path: Path, monkeypatch: p
     assert res.exit_code == 0, res.output
     assert json.loads(res.output)["added"] == ["cricket/106.txt"]
     assert os.path.isdir(index)
+
+
+def test_adding_a_folder_inside_an_indexed_folder_keeps_its_ids(layout: Path, tmp_path: Path) -> None:
+    """``search add raw/cricket`` after ``search index raw`` gives ``cricket/105.txt``, as
+    adding its files one by one does, not ``105.txt``; a folder outside stays its own root."""
+    other = tmp_path / "elsewhere" / "golf"
+    other.mkdir(parents=True)
+    (other / "201.txt").write_text("golf 201\nGolf 201: " + BODY, encoding="utf-8")
+    with Engine.open(tmp_path / "idx", create=True, embedder=HashEmbedder()) as e:
+        e.index([layout])  # records raw
+        r = e.add([other])
+        assert r.added == ["201.txt"], r.problems
+        (layout / "cricket" / "107.txt").write_text("cricket 107\nCricket 107: " + BODY, encoding="utf-8")
+        r = e.add(["../shared/raw/cricket"])
+        assert r.added == ["cricket/107.txt"] and sorted(r.unchanged) == [
+            "cricket/105.txt",
+            "cricket/106.txt",
+        ]
