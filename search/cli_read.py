@@ -9,6 +9,7 @@ an error, most likely a typo, and says how to create it.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -138,13 +139,11 @@ def show_cmd(
 def _parse_span(span: str | None) -> tuple[int, int] | None:
     if span is None:
         return None
-    try:
-        a, b = span.split(":")
-        start, end = int(a), int(b)
-    except ValueError:
-        raise click.BadParameter(
-            f"{span!r} is not START:END (two whole numbers)", param_hint="--span"
-        ) from None
+    # ASCII digits only, as HTTP's ?span= takes them: int() would also read "+5", "1_0" and "٣".
+    m = re.fullmatch(r"([0-9]{1,18}):([0-9]{1,18})", span)
+    if m is None:
+        raise click.BadParameter(f"{span!r} is not START:END (two whole numbers)", param_hint="--span")
+    start, end = int(m.group(1)), int(m.group(2))
     if start < 0 or end <= start:
         raise click.BadParameter(f"{span!r}: need 0 <= START < END", param_hint="--span")
     return start, end

@@ -162,6 +162,9 @@ def test_show_and_remove(workdir: Path) -> None:
     assert " ".join(marked.split()) == " ".join(d["text"][:30].split())
     r = run("show", doc, "--span", "10:5")
     assert r.exit_code == 2 and "need 0 <= START < END" in r.stderr
+    for loose in ("+5:30", "1_0:30", "5: 30", "٣:30"):  # int() reads these; ?span= does not
+        r = run("show", doc, "--span", loose)
+        assert r.exit_code == 2 and "is not START:END" in r.stderr, (loose, r.stderr)
     r = run("show", "nope.txt")
     assert r.exit_code == 1 and "no document 'nope.txt'" in r.stderr
     r = run("remove", "nope.txt")
