@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from search import ingest_base as limits
-from search.dates import html_published
+from search.dates import html_published, with_time
 from search.filters import value_kind
 from search.ingest_base import IngestProblem, _decode, _too_big, validate_id
 from search.ingest_text import (
@@ -211,8 +211,9 @@ def _read_html(text: str, shown: str, abs_path: str, rel: str) -> Iterator[Artic
         or detect_source(body)
         or site_name(getattr(doc, "url", None)),
         url=getattr(doc, "url", None) or None,
-        # trafilatura's date reads the page's metadata; the meta tags directly when it finds none
-        published=getattr(doc, "date", None) or html_published(text) or None,
+        # trafilatura's date reads the page's metadata, to the day; the meta tags directly
+        # when it finds none, or when they give the same day with its time
+        published=with_time(getattr(doc, "date", None), html_published(text)),
         path=abs_path,
     )
 
