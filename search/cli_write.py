@@ -106,24 +106,25 @@ def _print_report(report: Any, what: str) -> None:
 
 @contextmanager
 def _sigterm_as_ctrl_c() -> Iterator[None]:
-    """SIGTERM (``timeout``, ``docker stop``, systemd) stops a write as Ctrl-C does: the
-    half-built generation is removed and the lexical process ended, instead of both left
-    behind until the next write."""
-    # Not from another thread (signal.signal refuses), nor where SIGTERM was set on purpose.
-    if threading.current_thread() is not threading.main_thread() or (
-        signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
-    ):
+    """SIGTERM (``timeout``, ``docker stop``, systemd) and SIGHUP (the terminal closed) stop
+    a write as Ctrl-C does: the half-built generation is removed and the lexical process
+    ended, instead of both left behind until the next write."""
+    # Not from another thread (signal.signal refuses), nor where a signal was set on purpose
+    # (``nohup`` ignores SIGHUP: the write goes on).
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def interrupt(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
 
-    old = signal.signal(signal.SIGTERM, interrupt)
+    sigs = [s for s in (signal.SIGTERM, signal.SIGHUP) if signal.getsignal(s) is signal.SIG_DFL]
+    old = {s: signal.signal(s, interrupt) for s in sigs}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, old)
+        for s, h in old.items():
+            signal.signal(s, h)
 
 
 def _build(engine: Any, paths: list[str], reset: bool, **opts: Any) -> Any:

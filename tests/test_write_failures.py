@@ -137,12 +137,14 @@ main(["index", "seeds"])
 """
 
 
-def test_sigterm_mid_write_cleans_up_as_ctrl_c_does(workdir: Path) -> None:
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP"])  # SIGHUP: the terminal was closed
+def test_sigterm_mid_write_cleans_up_as_ctrl_c_does(workdir: Path, sig: str) -> None:
     import sys
 
     before = _generations(Path("index"))
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
-    r = subprocess.run([sys.executable, "-c", _TERM_MID_WRITE], env=env, capture_output=True, text=True)
+    code = _TERM_MID_WRITE.replace("signal.SIGTERM", f"signal.{sig}")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert r.returncode == 1, (r.returncode, r.stderr)
     assert r.stderr.strip().splitlines()[-1] == "Aborted!" and "Traceback" not in r.stderr, r.stderr
     assert _generations(Path("index")) == before  # no half-built generation left behind
