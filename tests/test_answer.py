@@ -664,3 +664,51 @@ def test_a_nickname_is_never_the_answer() -> None:
     assert {c.text for c in candidates(q, sents)} == {"Celta Vigo"}
     d = decide("Which club did Arsenal sign Manuel Almunia from?", hits_of(arts), FakeEngine(arts))
     assert d.clusters[0].text == "Celta Vigo"
+
+
+@pytest.mark.slow
+def test_finishes_and_pitch_positions_are_tagged() -> None:
+    """The patterns file tags how a goal was scored and where on the pitch a player was, the
+    facts outlets disagree on that the model has no label for; "penalty area" is no finish."""
+    from search import enrich
+
+    text = (
+        "Fernandez powered his header past Pickford before Martinez headed home the winner. "
+        "Gordon's strike from outside the penalty area came after Messi drifted to the right "
+        "wing and then dropped into midfield."
+    )
+    got = [(text[a:b], label) for a, b, label in enrich.tag([text])[0] if label in ("FINISH", "POSITION")]
+    assert got == [
+        ("header", "FINISH"),
+        ("headed home", "FINISH"),
+        ("strike", "FINISH"),
+        ("right wing", "POSITION"),
+        ("midfield", "POSITION"),
+    ]
+
+
+def test_a_header_and_a_strike_for_the_same_goal_are_a_conflict() -> None:
+    """ "How did X score": a header and "headed home" agree (the table's value_groups); a
+    strike from another outlet contradicts them, with its citation."""
+    arts = [
+        article(
+            f"{n}.txt",
+            text,
+            [("Fernandez", "PERSON"), ("Pickford", "PERSON"), (finish, "FINISH")],
+            source=f"Outlet {n}",
+        )
+        for n, text, finish in [
+            ("a", "Fernandez equalised with a header past Pickford in the 85th minute.", "header"),
+            ("b", "Fernandez headed home the equaliser past Pickford late on.", "headed home"),
+            ("c", "Fernandez equalised with a low strike past Pickford in the 86th minute.", "strike"),
+        ]
+    ]
+    assert analyse("How did Fernandez score the equaliser?").atype == "finish"
+    assert (
+        value_key("finish", "headed home") == value_key("finish", "header") != value_key("finish", "strike")
+    )
+    block = ask("How did Fernandez score the equaliser?", arts)
+    d = decide("How did Fernandez score the equaliser?", hits_of(arts), FakeEngine(arts))
+    assert value_key("finish", d.clusters[0].text) == "header" and d.clusters[0].support == 2
+    assert [value_key("finish", c.text) for c in block.conflicts] == ["shot"]
+    assert block.conflicts[0].sentences[0].doc_id == "c.txt"

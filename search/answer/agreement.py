@@ -11,9 +11,11 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from .candidates import Sent, keyset
+from .question import table
 from .typed import Candidate, fold
 
 AGREE = 0.35
@@ -62,10 +64,13 @@ class Cluster:
 
     @property
     def text(self) -> str:
-        """The fullest form the articles use ("Lautaro Martinez" over "Martinez")."""
+        """The fullest form the articles use ("Lautaro Martinez" over "Martinez"); for a value
+        the table spells several ways ("strike", "fired home"), the best-scored spelling."""
         forms: dict[str, float] = {}
         for c in self.members:
             forms[c.text] = forms.get(c.text, 0.0) + c.score
+        if self.key in _group_names():
+            return max(forms, key=lambda f: forms[f])
         return max(forms, key=lambda f: (len(_tokens(f)), forms[f]))
 
 
@@ -73,7 +78,23 @@ def _tokens(s: str) -> list[str]:
     return [_WORD_NUMBERS.get(w, w) for w in re.findall(r"[^\W_]+", fold(s))]
 
 
+@cache
+def _group_names() -> frozenset[str]:
+    """Every value the table's "value_groups" name ("header", "shot")."""
+    return frozenset(k for g in table().get("value_groups", {}).values() if isinstance(g, dict) for k in g)
+
+
+@cache
+def _groups(atype: str) -> dict[str, str]:
+    """The table's spellings of one value for ``atype`` (its "value_groups"), {tokens: value}."""
+    raw = table().get("value_groups", {}).get(atype) or {}
+    return {" ".join(_tokens(f)): k for k, fs in raw.items() if not k.startswith("_") for f in fs}
+
+
 def value_key(atype: str, text: str) -> str:
+    forms = _groups(atype)
+    if forms and (k := forms.get(" ".join(_tokens(text)))):
+        return k
     if atype in _NUMBER_TYPES:
         nums = _NUM.findall(text) or [t for t in _tokens(text) if t.isdigit()]
         if nums:
