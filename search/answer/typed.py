@@ -99,6 +99,7 @@ def candidates(q: QuestionInfo, sents: list[Sent]) -> list[Candidate]:
     acronyms = {n for n in q.names if n.isupper() and 2 <= len(n) <= 5}  # "QPR"
     qnames = frozenset(fold(n) for n in q.names if not n[:1].isdigit())
     numeric = set(table().get("needs_number", []))
+    bound = set(table().get("bound", []))
     votes = label_votes(sents)
     out: list[Candidate] = []
     for s in sents:
@@ -124,6 +125,8 @@ def candidates(q: QuestionInfo, sents: list[Sent]) -> list[Candidate]:
             if q.counted:  # "how many goals": "158 goals", not "10-point"
                 fit *= 1.0 if counts(q.counted, label, s.article.text[a : b + 40]) else COUNT_MISS
             r = rival(s, a, b, qnames) if qnames else 0.0
+            if r > 0 and q.atype in bound:
+                continue  # "Martinez to head home the winner" says nothing of how Fernandez scored
             out.append(Candidate(text, a, b, label, s, s.score * fit * near, near, first, r))
             first = False
     return out
