@@ -125,7 +125,7 @@ def candidates(q: QuestionInfo, sents: list[Sent]) -> list[Candidate]:
             if q.counted:  # "how many goals": "158 goals", not "10-point"
                 fit *= 1.0 if counts(q.counted, label, s.article.text[a : b + 40]) else COUNT_MISS
             r = rival(s, a, b, qnames) if qnames else 0.0
-            if r > 0 and q.atype in bound:
+            if q.atype in bound and qnames and owner(s, a, qnames) > 0:
                 continue  # "Martinez to head home the winner" says nothing of how Fernandez scored
             out.append(Candidate(text, a, b, label, s, s.score * fit * near, near, first, r))
             first = False
@@ -161,6 +161,23 @@ def rival(s: Sent, a: int, b: int, qnames: frozenset[str]) -> float:
     if mine <= RIVAL_WORDS and mine <= other:
         return -1.0
     return 1.0 if other <= RIVAL_WORDS else 0.0
+
+
+def owner(s: Sent, a: int, qnames: frozenset[str]) -> float:
+    """Whose act the candidate starting at article offset ``a`` is, for the table's "bound"
+    types (a finish, a position): the nearest name before it in its sentence, the one who
+    headed or drifted ("Fernandez ... powering his header past Jordan Pickford": the keeper
+    beaten comes after). -1 when that is a name the question gives, 1 when another, 0 when
+    none comes before."""
+    text, base = s.article.text, s.start
+    best, theirs = -1, False
+    for x, y, label in s.ents:
+        if label in SUBJECT_LABELS and y <= a and y > best:
+            best, theirs = y, not (words_of(text[x:y]) & qnames)
+    for m in _WORD_RE.finditer(s.text):  # the question's names as written, tagged or not
+        if base + m.end() <= a and base + m.end() >= best and fold(m.group()) in qnames:
+            best, theirs = base + m.end(), False
+    return 0.0 if best < 0 else 1.0 if theirs else -1.0
 
 
 def counts(counted: str, label: str, text: str) -> bool:
