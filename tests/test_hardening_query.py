@@ -68,3 +68,80 @@ def test_filters_of_a_where_that_is_no_string_or_list_is_a_filter_error() -> Non
     with pytest.raises(FilterError, match="where"):
         Filters.of({"where": 5})
     assert Filters.of({"where": "category=football"}).fields() == {"category"}
+
+
+# -- a damaged index: one line naming it, 503 over HTTP, never a traceback or "usage" error ----
+def _damage(idx: Path, pattern: str) -> Path:
+    """Truncate the live generation's first file matching ``pattern`` to 100 bytes."""
+    gen = (idx / "CURRENT").read_text().strip()
+    target = sorted((idx / gen).glob(pattern))[0]
+    with open(target, "r+b") as f:
+        f.truncate(100)
+    return target
+
+
+@pytest.mark.parametrize(
+    ("pattern", "args"),
+    [
+        ("table.loc.npy", ["ask", "who scored", "--mode", "bm25"]),  # read as the index opens
+        ("table.loc.npy", ["stats"]),
+        ("seg-*.store.bin", ["show", "002_547adb95b189fdfd.txt"]),  # read when an article is
+        ("seg-*.store.bin", ["ask", "who scored", "--mode", "bm25"]),
+        ("seg-*.store.bin", ["list"]),
+    ],
+)
+def test_a_damaged_index_is_one_line_naming_it_on_the_cli(
+    index_copy: Path, monkeypatch: pytest.MonkeyPatch, pattern: str, args: list[str]
+) -> None:
+    """A truncated file was a traceback (zlib.error), "Aborted!" (an EOFError click took for
+    ^D) or numpy's text as a usage mistake ("... (see search --help)", exit 2)."""
+    from click.testing import CliRunner
+
+    from search.cli import cli
+
+    monkeypatch.setenv("SEARCH_EMBEDDER", "hash")
+    _damage(index_copy, pattern)
+    r = CliRunner().invoke(cli, [*args, "--index", str(index_copy)])
+    assert r.exception is None or isinstance(r.exception, SystemExit), r.exception
+    assert r.exit_code == 1, r.output
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: the index is damaged"), r.stderr
+    assert f"a file in {index_copy} cannot be read" in lines[0], r.stderr
+    assert "search index" in lines[0] and "--help" not in lines[0] and "pickle" not in lines[0]
+
+
+def test_a_damaged_index_is_503_over_http_and_the_server_keeps_serving(index_copy: Path) -> None:
+    from search.embed import HashEmbedder
+    from search.engine import Engine
+    from search.server import create_app
+
+    with Engine.open(index_copy, embedder=HashEmbedder()) as e:
+        _damage(index_copy, "seg-*.store.bin")
+        with TestClient(create_app(e), base_url=LOCAL, raise_server_exceptions=False) as c:
+            for path in ("/documents/002_547adb95b189fdfd.txt", "/ask?q=who+scored&mode=bm25", "/documents"):
+                r = c.get(path)
+                assert r.status_code == 503, (path, r.text)
+                assert r.json()["error"]["code"] == "index_unavailable", r.text
+            assert c.get("/healthz").status_code == 200
+
+
+def test_bad_arguments_stay_the_callers_mistake_and_a_damaged_index_is_index_format_error(
+    index_copy: Path,
+) -> None:
+    from search.embed import HashEmbedder
+    from search.engine import Engine
+    from search.errors import IndexFormatError, QueryError
+
+    with Engine.open(index_copy, embedder=HashEmbedder()) as e:
+        _damage(index_copy, "seg-*.store.bin")
+        with pytest.raises(ValueError, match="k must be") as got:
+            e.search("who scored", k=0)
+        assert not isinstance(got.value, IndexFormatError)
+        with pytest.raises(ValueError, match="unknown mode"):
+            e.ask("who scored", mode="evil")
+        with pytest.raises(QueryError, match="empty"):
+            e.ask("  ")
+        with pytest.raises(IndexFormatError, match="is damaged"):
+            e.get_document("002_547adb95b189fdfd.txt")
+        with pytest.raises(IndexFormatError, match="is damaged"):
+            e.ask("who scored", mode="bm25")
