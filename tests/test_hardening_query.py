@@ -145,3 +145,40 @@ def test_bad_arguments_stay_the_callers_mistake_and_a_damaged_index_is_index_for
             e.get_document("002_547adb95b189fdfd.txt")
         with pytest.raises(IndexFormatError, match="is damaged"):
             e.ask("who scored", mode="bm25")
+
+
+# -- `search eval` with a question file that is not one ---------------------------------------
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (b"\xff\xfe\x00garbage\x80\x81", "not UTF-8 text"),
+        (b"[" * 100_000 + b"\n", ":1: not a question record"),
+        (
+            b'{"id": "a", "question": "who scored", "answers": [], "evidence": []}\n'
+            b'{"id": "b", "question": "   ", "answers": [], "evidence": []}\n',
+            ":2: question b: the question is empty",
+        ),
+        (
+            b'{"id": "a", "question": 5, "answers": [], "evidence": []}\n',
+            ":1: question a: the question must be text",
+        ),
+    ],
+)
+def test_a_bad_question_file_is_one_line_naming_the_file(
+    seed_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: bytes, says: str
+) -> None:
+    """A binary file was the codec's text passed off as a usage mistake (no file named), a
+    deeply nested line a RecursionError traceback, a blank question stopped the run with no
+    line named."""
+    from click.testing import CliRunner
+
+    from search.cli import cli
+
+    monkeypatch.setenv("SEARCH_EMBEDDER", "hash")
+    qfile = tmp_path / "q.jsonl"
+    qfile.write_bytes(content)
+    r = CliRunner().invoke(cli, ["eval", str(qfile), "--index", str(seed_index), "--mode", "bm25"])
+    assert r.exception is None or isinstance(r.exception, SystemExit), r.exception
+    assert r.exit_code == 1, r.output
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"Error: {qfile}") and says in lines[0], r.stderr
