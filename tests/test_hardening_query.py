@@ -182,3 +182,17 @@ def test_a_bad_question_file_is_one_line_naming_the_file(
     assert r.exit_code == 1, r.output
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"Error: {qfile}") and says in lines[0], r.stderr
+
+
+def test_min_confidence_nan_is_a_usage_mistake(
+    seed_index: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """click's FloatRange(0, 1) took nan, which no confidence reaches: every short answer
+    was silently withheld (SEARCH_MIN_CONFIDENCE=nan is refused)."""
+    from search.cli import main
+
+    monkeypatch.setenv("SEARCH_EMBEDDER", "hash")
+    with pytest.raises(SystemExit) as got:
+        main(["ask", "who scored", "--min-confidence", "nan", "--index", str(seed_index)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert got.value.code == 2 and len(err) == 1 and "--min-confidence" in err[0], err
