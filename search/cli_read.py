@@ -40,6 +40,13 @@ def _ensure_index(index_dir: str, backend: str, uri: str | None, preload: bool =
     return engine
 
 
+def _not_nan(value: float | None, hint: str) -> float | None:
+    """click's FloatRange lets NaN through (it compares false with both bounds)."""
+    if value is not None and value != value:
+        raise click.BadParameter("nan is not a number from 0 to 1", param_hint=hint)
+    return value
+
+
 @click.command("ask")
 @click.argument("question")
 @click.option("-k", "k", type=click.IntRange(1, 100), default=5, show_default=True, help="How many passages.")
@@ -52,6 +59,7 @@ def _ensure_index(index_dir: str, backend: str, uri: str | None, preload: bool =
     "--min-confidence",
     type=click.FloatRange(0.0, 1.0),
     default=None,
+    callback=lambda ctx, param, v: _not_nan(v, "--min-confidence"),
     help="Confidence a short answer needs, 0-1 (default: the fitted threshold, or SEARCH_MIN_CONFIDENCE).",
 )
 @filter_options

@@ -176,8 +176,10 @@ class Engine(Writes, Retrieves):
                 )
             with writer_lock(self.path):
                 create_index(self.path, self._settings())
-        backend = LocalBackend(self.path)
-        self._check_manifest(backend.manifest())
+        with self._reading():  # a damaged file: IndexFormatError, as a foreign format is
+            backend = LocalBackend(self.path)
+            manifest = backend.manifest()
+        self._check_manifest(manifest)
         return backend
 
     def _check_manifest(self, m: dict[str, Any]) -> None:
@@ -246,7 +248,8 @@ class Engine(Writes, Retrieves):
     # -- reading ---------------------------------------------------------------------
     def refresh(self) -> bool:
         """Pick up changes made by other writers (queries do this themselves)."""
-        return self._backend.refresh()
+        with self._reading():
+            return self._backend.refresh()
 
     @staticmethod
     def check_question(question: str) -> str:
@@ -307,19 +310,26 @@ class Engine(Writes, Retrieves):
         """The fields this index can filter on, and their kinds (text, number, bool, strings, date)."""
         from .filters import BUILTIN
 
-        return {**BUILTIN, **self._backend.reader().fields()}
+        with self._reading():
+            return {**BUILTIN, **self._backend.reader().fields()}
 
     def check_filters(self, filters: Any) -> Filters:
         """``filters`` parsed and checked against this index's fields, or :class:`FilterError`."""
         f = Filters.of(filters)
-        return f.check(self._backend.reader().fields()) if f else f
+        if not f:
+            return f
+        with self._reading():
+            kinds = self._backend.reader().fields()
+        return f.check(kinds)
 
     def facets(self, question: str, filters: Any = None, mode: str = "hybrid") -> Facets:
         """Facet counts over every passage matching ``question`` and ``filters`` (:mod:`search.facets`)."""
         q = self.check_question(question)
-        view = self._backend.reader()
-        flt = Filters.of(filters).check(view.fields())
-        return self._facets(view, q, flt, Mode.from_str(mode))
+        m = Mode.from_str(mode)
+        with self._reading():
+            view = self._backend.reader()
+            flt = Filters.of(filters).check(view.fields())
+            return self._facets(view, q, flt, m)
 
     def _facets(self, view: Any, q: str, flt: Filters, m: Mode) -> Facets:
         terms = query_terms(q)
@@ -353,6 +363,25 @@ class Engine(Writes, Retrieves):
         passages and 22 ms at 1M, against 16 ms for the whole ask without them).
         """
         t0 = time.perf_counter()
+        opts = Query(filters, sort, offset, half_life)
+        depth = max(k, ANSWER_DEPTH) if answer else k
+        # A bad argument is the caller's mistake, told before any read of the index.
+        self._check_args(question, min(depth, MAX_K), mode, opts)
+        with self._reading():
+            return self._ask(question, k, mode, answer, collapse, opts, facets, t0)
+
+    def _ask(
+        self,
+        question: str,
+        k: int,
+        mode: str,
+        answer: bool,
+        collapse: bool | None,
+        opts: Query,
+        facets: bool,
+        t0: float,
+    ) -> Answer:
+        filters, sort, offset, half_life = opts.filters, opts.sort, opts.offset, opts.half_life
         depth = max(k, ANSWER_DEPTH) if answer else k
         view = self._backend.reader()
         flt = Filters.of(filters).check(view.fields())
@@ -396,15 +425,18 @@ class Engine(Writes, Retrieves):
 
     # -- documents -------------------------------------------------------------------
     def get_document(self, doc_id: str) -> Article:
-        self._backend.refresh()
-        return _found(self._backend.article(doc_id), doc_id)
+        with self._reading():
+            self._backend.refresh()
+            return _found(self._backend.article(doc_id), doc_id)
 
     def document_record(self, doc_id: str) -> DocRecord:
-        return _found(self._backend.doc(doc_id), doc_id)
+        with self._reading():
+            return _found(self._backend.doc(doc_id), doc_id)
 
     def documents(self) -> list[DocRecord]:
-        self._backend.refresh()
-        return sorted(self._backend.docs(), key=lambda d: d.id)
+        with self._reading():
+            self._backend.refresh()
+            return sorted(self._backend.docs(), key=lambda d: d.id)
 
     def list_documents(
         self, offset: int = 0, limit: int | None = None, filters: Any = None
@@ -417,23 +449,27 @@ class Engine(Writes, Retrieves):
         flt = self.check_filters(filters)
         docs = self.documents()
         if flt:
-            docs = [d for d in docs if flt.matches(d.source, d.published_ts, d.metadata or {})]
+            with self._reading():  # a record's metadata is read as it is matched
+                docs = [d for d in docs if flt.matches(d.source, d.published_ts, d.metadata or {})]
         end = None if limit is None else offset + limit
         return docs[offset:end], len(docs)
 
     def passages_of(self, doc_id: str) -> list[Passage]:
-        return self._backend.passages_of(doc_id)
+        with self._reading():
+            return self._backend.passages_of(doc_id)
 
     def stats(self) -> dict[str, Any]:
-        self._backend.refresh()
-        st = self._backend.stats()
+        with self._reading():
+            self._backend.refresh()
+            st = self._backend.stats()
         note = self.entity_notice()
         if note:
             st["notice"] = note
         return st
 
     def manifest(self) -> dict[str, Any]:
-        return self._backend.manifest()
+        with self._reading():
+            return self._backend.manifest()
 
     def entity_notice(self) -> str | None:
         """What to do when some articles were tagged with entity patterns other than this

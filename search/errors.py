@@ -6,6 +6,9 @@ line on stderr and exits non-zero.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 
 class SearchError(Exception):
     """Root of every error this package raises on purpose."""
@@ -65,6 +68,28 @@ class QueryError(SearchError, ValueError):
 
 class FilterError(QueryError):
     """A filter names an unknown field, or gives a value of the wrong form."""
+
+
+@contextmanager
+def reading_index(path: object) -> Iterator[None]:
+    """Reads of the index at ``path``: a failure that is not one of ours (a truncated array,
+    a corrupt compressed block, a segment file gone) is :class:`IndexFormatError` saying the
+    index is damaged and how to rebuild it, so every face answers it as the index's state,
+    not as the user's mistake or a crash. ``path`` None passes everything through (another
+    backend's errors are its own). Arguments are checked before a read, outside this."""
+    try:
+        yield
+    except (SearchError, MemoryError):
+        raise
+    except Exception as e:
+        if path is None:
+            raise
+        # The library's first sentence only: numpy's next one advises loading pickles.
+        why = (str(e).splitlines() or [""])[0].split(". ")[0][:200]
+        raise IndexFormatError(
+            f"the index is damaged: a file in {path} cannot be read ({type(e).__name__}: {why}): "
+            "build it again from the articles (`search index PATH...`) in a new folder or after removing this one"
+        ) from e
 
 
 class MissingExtraError(SearchError, ImportError):

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import IngestError
+from .errors import IngestError, QueryError
 
 _QUOTES = str.maketrans(
     {"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2032": "'", "\u2033": '"'}
@@ -42,25 +42,36 @@ def read_questions(path: str | Path) -> list[Question]:
     p = Path(path)
     if not p.is_file():
         raise IngestError(f"{p}: no such file: give the path of a .jsonl question file")
+    from .engine import Engine
+
     out: list[Question] = []
     with open(p, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                d = json.loads(line)
-                out.append(
-                    Question(
+        try:
+            for n, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    d = json.loads(line)
+                    q = Question(
                         id=str(d["id"]),
-                        question=str(d["question"]),
+                        question=d["question"],
                         answers=[str(a) for a in d.get("answers", [])],
                         evidence=[str(e) for e in d.get("evidence", [])],
                     )
-                )
-            except (json.JSONDecodeError, KeyError, TypeError) as e:
-                raise IngestError(
-                    f"{p}:{n}: not a question record ({e}): each line needs id, question, answers, evidence"
-                ) from None
+                except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:
+                    why = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
+                    raise IngestError(
+                        f"{p}:{n}: not a question record ({why}): each line needs id, question, answers, evidence"
+                    ) from None
+                try:
+                    Engine.check_question(q.question)
+                except QueryError as e:
+                    raise IngestError(f"{p}:{n}: question {q.id}: {e}") from None
+                out.append(q)
+        except UnicodeDecodeError:  # read in blocks: which line is not known
+            raise IngestError(
+                f"{p}: not UTF-8 text: give a .jsonl question file (one JSON object a line)"
+            ) from None
     if not out:
         raise IngestError(f"{p}: no questions found")
     return out

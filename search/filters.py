@@ -170,7 +170,14 @@ class Filters:
                     raise FilterError(f"{name} must be a date string such as 2005-01-01, not {v!r}")
                 clauses.append(Clause("published", ">=" if name == "since" else "<=", v))
             elif name == "where":
-                clauses.extend(cls.parse(where=[v] if isinstance(v, str) else v).clauses)
+                if isinstance(v, str):
+                    v = [v]
+                if not isinstance(v, (list, tuple)):
+                    raise FilterError(
+                        f"where must be a FIELD=VALUE string or a list of them, not {type(v).__name__} "
+                        f"({EXAMPLE})"
+                    )
+                clauses.extend(cls.parse(where=v).clauses)
             elif isinstance(v, Mapping):
                 for op, x in v.items():
                     if op not in OPS:

@@ -14,8 +14,10 @@ import os
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -23,7 +25,7 @@ import numpy as np
 from . import ordering
 from .backends import Backend
 from .dates import iso_utc
-from .errors import QueryError
+from .errors import QueryError, reading_index
 from .filters import Filters
 from .fusion import Fusion, Mode, confidence_alpha, convex, doc_of, rrf
 from .ordering import DEFAULT_HALF_LIFE_DAYS, Sort, check_half_life
@@ -88,6 +90,8 @@ class Retrieves:
     """Searching an index: :class:`~search.engine.Engine`'s read path."""
 
     _backend: Backend
+    path: Path
+    backend_name: str
     fusion: Fusion
     rrf_k: int
     alpha: float
@@ -128,16 +132,30 @@ class Retrieves:
         """:meth:`search`, and the question's vector when dense retrieval computed one."""
         opts = opts or Query()
         collapse = self.collapse_duplicates if collapse is None else collapse
+        q, m, order, half_life = self._check_args(question, k, mode, opts)
+        with self._reading():  # a file of the index that cannot be read: IndexFormatError
+            return self._retrieve(q, k, m, collapse, opts, order, half_life)
+
+    def _check_args(self, question: str, k: int, mode: str, opts: Query) -> tuple[str, Mode, Sort, float]:
+        """The question and the arguments checked (QueryError, ValueError) before any read."""
         q = self.check_question(question)
-        vec: np.ndarray | None = None
         m = Mode.from_str(mode) if isinstance(mode, str) else Mode(mode)
         if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
             raise ValueError(f"k must be a whole number from 1 to {MAX_K}")
         offset = opts.offset
         if not isinstance(offset, int) or isinstance(offset, bool) or not 0 <= offset <= MAX_OFFSET:
             raise QueryError(f"offset must be a whole number from 0 to {MAX_OFFSET}")
-        order = Sort.from_str(opts.sort)
-        half_life = check_half_life(opts.half_life)
+        return q, m, Sort.from_str(opts.sort), check_half_life(opts.half_life)
+
+    def _reading(self) -> AbstractContextManager[None]:
+        """Reads of this index: what its files cannot give is IndexFormatError (local only)."""
+        return reading_index(self.path if self.backend_name == "local" else None)
+
+    def _retrieve(
+        self, q: str, k: int, m: Mode, collapse: bool, opts: Query, order: Sort, half_life: float
+    ) -> tuple[list[Hit], np.ndarray | None]:
+        offset = opts.offset
+        vec: np.ndarray | None = None
         view = self._backend.reader()  # one generation for the whole query
         flt: Filters | None = Filters.of(opts.filters).check(view.fields()) or None
         terms = query_terms(q)

@@ -1,0 +1,198 @@
+"""The query path under hostile input: filters of the wrong shape, a damaged index, a bad
+question file, out-of-range settings. Each is a user's mistake (one line, a 4xx, a tool
+error) or the index's state (one line naming it and what to do), never a traceback or a 500.
+
+In-process (FastAPI's TestClient, click's CliRunner) over the seeds indexed with the fake
+HashEmbedder.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+ROOT = Path(__file__).resolve().parent.parent
+SEEDS = ROOT / "seeds"
+LOCAL = "http://127.0.0.1:8000"
+
+
+@pytest.fixture(scope="module")
+def seed_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from search.embed import HashEmbedder
+    from search.engine import Engine
+
+    path = tmp_path_factory.mktemp("hostq") / "idx"
+    with Engine.open(path, create=True, embedder=HashEmbedder()) as e:
+        e.index([SEEDS])
+    return path
+
+
+@pytest.fixture
+def index_copy(seed_index: Path, tmp_path: Path) -> Path:
+    idx = tmp_path / "idx"
+    shutil.copytree(seed_index, idx)
+    return idx
+
+
+@pytest.fixture
+def client(seed_index: Path) -> Iterator[TestClient]:
+    from search.embed import HashEmbedder
+    from search.engine import Engine
+    from search.server import create_app
+
+    with Engine.open(seed_index, embedder=HashEmbedder()) as e:
+        with TestClient(create_app(e), base_url=LOCAL, raise_server_exceptions=False) as c:
+            yield c
+
+
+# -- a "where" filter that is neither a string nor a list ------------------------------------
+@pytest.mark.parametrize("where", [5, True, 1.5])
+def test_a_where_filter_of_the_wrong_type_is_400_bad_filter(client: TestClient, where: Any) -> None:
+    """{"filters": {"where": 5}} raised a TypeError inside Filters: a 500."""
+    r = client.post("/ask", json={"question": "who scored", "filters": {"where": where}})
+    assert r.status_code == 400, r.text
+    body = r.json()["error"]
+    assert body["code"] == "bad_filter" and "where" in body["message"], body
+    assert "\n" not in body["message"]
+
+
+def test_filters_of_a_where_that_is_no_string_or_list_is_a_filter_error() -> None:
+    from search.errors import FilterError
+    from search.filters import Filters
+
+    with pytest.raises(FilterError, match="where"):
+        Filters.of({"where": 5})
+    assert Filters.of({"where": "category=football"}).fields() == {"category"}
+
+
+# -- a damaged index: one line naming it, 503 over HTTP, never a traceback or "usage" error ----
+def _damage(idx: Path, pattern: str) -> Path:
+    """Truncate the live generation's first file matching ``pattern`` to 100 bytes."""
+    gen = (idx / "CURRENT").read_text().strip()
+    target = sorted((idx / gen).glob(pattern))[0]
+    with open(target, "r+b") as f:
+        f.truncate(100)
+    return target
+
+
+@pytest.mark.parametrize(
+    ("pattern", "args"),
+    [
+        ("table.loc.npy", ["ask", "who scored", "--mode", "bm25"]),  # read as the index opens
+        ("table.loc.npy", ["stats"]),
+        ("seg-*.store.bin", ["show", "002_547adb95b189fdfd.txt"]),  # read when an article is
+        ("seg-*.store.bin", ["ask", "who scored", "--mode", "bm25"]),
+        ("seg-*.store.bin", ["list"]),
+    ],
+)
+def test_a_damaged_index_is_one_line_naming_it_on_the_cli(
+    index_copy: Path, monkeypatch: pytest.MonkeyPatch, pattern: str, args: list[str]
+) -> None:
+    """A truncated file was a traceback (zlib.error), "Aborted!" (an EOFError click took for
+    ^D) or numpy's text as a usage mistake ("... (see search --help)", exit 2)."""
+    from click.testing import CliRunner
+
+    from search.cli import cli
+
+    monkeypatch.setenv("SEARCH_EMBEDDER", "hash")
+    _damage(index_copy, pattern)
+    r = CliRunner().invoke(cli, [*args, "--index", str(index_copy)])
+    assert r.exception is None or isinstance(r.exception, SystemExit), r.exception
+    assert r.exit_code == 1, r.output
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: the index is damaged"), r.stderr
+    assert f"a file in {index_copy} cannot be read" in lines[0], r.stderr
+    assert "search index" in lines[0] and "--help" not in lines[0] and "pickle" not in lines[0]
+
+
+def test_a_damaged_index_is_503_over_http_and_the_server_keeps_serving(index_copy: Path) -> None:
+    from search.embed import HashEmbedder
+    from search.engine import Engine
+    from search.server import create_app
+
+    with Engine.open(index_copy, embedder=HashEmbedder()) as e:
+        _damage(index_copy, "seg-*.store.bin")
+        with TestClient(create_app(e), base_url=LOCAL, raise_server_exceptions=False) as c:
+            for path in ("/documents/002_547adb95b189fdfd.txt", "/ask?q=who+scored&mode=bm25", "/documents"):
+                r = c.get(path)
+                assert r.status_code == 503, (path, r.text)
+                assert r.json()["error"]["code"] == "index_unavailable", r.text
+            assert c.get("/healthz").status_code == 200
+
+
+def test_bad_arguments_stay_the_callers_mistake_and_a_damaged_index_is_index_format_error(
+    index_copy: Path,
+) -> None:
+    from search.embed import HashEmbedder
+    from search.engine import Engine
+    from search.errors import IndexFormatError, QueryError
+
+    with Engine.open(index_copy, embedder=HashEmbedder()) as e:
+        _damage(index_copy, "seg-*.store.bin")
+        with pytest.raises(ValueError, match="k must be") as got:
+            e.search("who scored", k=0)
+        assert not isinstance(got.value, IndexFormatError)
+        with pytest.raises(ValueError, match="unknown mode"):
+            e.ask("who scored", mode="evil")
+        with pytest.raises(QueryError, match="empty"):
+            e.ask("  ")
+        with pytest.raises(IndexFormatError, match="is damaged"):
+            e.get_document("002_547adb95b189fdfd.txt")
+        with pytest.raises(IndexFormatError, match="is damaged"):
+            e.ask("who scored", mode="bm25")
+
+
+# -- `search eval` with a question file that is not one ---------------------------------------
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (b"\xff\xfe\x00garbage\x80\x81", "not UTF-8 text"),
+        (b"[" * 100_000 + b"\n", ":1: not a question record"),
+        (
+            b'{"id": "a", "question": "who scored", "answers": [], "evidence": []}\n'
+            b'{"id": "b", "question": "   ", "answers": [], "evidence": []}\n',
+            ":2: question b: the question is empty",
+        ),
+        (
+            b'{"id": "a", "question": 5, "answers": [], "evidence": []}\n',
+            ":1: question a: the question must be text",
+        ),
+    ],
+)
+def test_a_bad_question_file_is_one_line_naming_the_file(
+    seed_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: bytes, says: str
+) -> None:
+    """A binary file was the codec's text passed off as a usage mistake (no file named), a
+    deeply nested line a RecursionError traceback, a blank question stopped the run with no
+    line named."""
+    from click.testing import CliRunner
+
+    from search.cli import cli
+
+    monkeypatch.setenv("SEARCH_EMBEDDER", "hash")
+    qfile = tmp_path / "q.jsonl"
+    qfile.write_bytes(content)
+    r = CliRunner().invoke(cli, ["eval", str(qfile), "--index", str(seed_index), "--mode", "bm25"])
+    assert r.exception is None or isinstance(r.exception, SystemExit), r.exception
+    assert r.exit_code == 1, r.output
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"Error: {qfile}") and says in lines[0], r.stderr
+
+
+def test_min_confidence_nan_is_a_usage_mistake(
+    seed_index: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """click's FloatRange(0, 1) took nan, which no confidence reaches: every short answer
+    was silently withheld (SEARCH_MIN_CONFIDENCE=nan is refused)."""
+    from search.cli import main
+
+    monkeypatch.setenv("SEARCH_EMBEDDER", "hash")
+    with pytest.raises(SystemExit) as got:
+        main(["ask", "who scored", "--min-confidence", "nan", "--index", str(seed_index)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert got.value.code == 2 and len(err) == 1 and "--min-confidence" in err[0], err
