@@ -6,6 +6,7 @@ line on stderr and exits non-zero.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -70,6 +71,24 @@ class FilterError(QueryError):
     """A filter names an unknown field, or gives a value of the wrong form."""
 
 
+# Errors of a kind that is a mistake in this package when raised by its own code: shown as
+# one (a traceback to report), never as "rebuild the index", which would not fix it. Raised
+# inside a library reading a file (whoosh's ``ord()`` of an empty table of contents), they
+# are damage like any other.
+_BUGS = (TypeError, AttributeError, NameError, AssertionError, NotImplementedError, RecursionError)
+_OURS = os.path.dirname(os.path.abspath(__file__))
+
+
+def _our_mistake(e: BaseException) -> bool:
+    """``e`` is of a bug's kind and was raised in this package's own code."""
+    if not isinstance(e, _BUGS):
+        return False
+    tb = e.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(_OURS + os.sep)
+
+
 @contextmanager
 def reading_index(path: object) -> Iterator[None]:
     """Reads of the index at ``path``: a failure that is not one of ours (a truncated array,
@@ -82,7 +101,7 @@ def reading_index(path: object) -> Iterator[None]:
     except (SearchError, MemoryError):
         raise
     except Exception as e:
-        if path is None:
+        if path is None or _our_mistake(e):
             raise
         # The library's first sentence only: numpy's next one advises loading pickles.
         why = (str(e).splitlines() or [""])[0].split(". ")[0][:200]

@@ -196,3 +196,28 @@ def test_min_confidence_nan_is_a_usage_mistake(
         main(["ask", "who scored", "--min-confidence", "nan", "--index", str(seed_index)])
     err = capsys.readouterr().err.strip().splitlines()
     assert got.value.code == 2 and len(err) == 1 and "--min-confidence" in err[0], err
+
+
+def test_a_mistake_in_the_code_is_not_reported_as_a_damaged_index() -> None:
+    """A TypeError or AttributeError is a bug to report, which rebuilding would not fix."""
+    from search.errors import IndexFormatError, reading_index
+
+    with pytest.raises(IndexFormatError, match="is damaged"):
+        with reading_index("/some/index"):
+            raise EOFError("No data left in file")
+    for bug in (TypeError("unsupported operand"), AttributeError("no attribute 'x'")):
+        with pytest.raises(type(bug)):
+            with reading_index("/some/index"):
+                _raise_inside_the_package(bug)
+    with pytest.raises(IndexFormatError, match="is damaged"):  # raised by a library reading a file
+        with reading_index("/some/index"):
+            ord("")
+
+
+def _raise_inside_the_package(e: Exception) -> None:
+    from search import errors
+
+    code = compile("def boom(e):\n    raise e\n", errors.__file__, "exec")
+    ns: dict[str, Any] = {}
+    exec(code, ns)
+    ns["boom"](e)
