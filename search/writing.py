@@ -12,13 +12,13 @@ import operator
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from .backends import Backend, WriteBatch
-from .errors import IndexMissingError
+from .backends import Backend, DocRecord, WriteBatch
+from .errors import IndexMissingError, reading_index
 from .types import Article
 
 if TYPE_CHECKING:
@@ -141,7 +141,7 @@ class Writes:
             if a.id in written:
                 yield a  # a later version of an id already in this write: it wins
                 return
-            old = self._backend.doc(a.id)
+            old = self._record_of(a.id)
             if old is not None and not reset and old.content_hash == a.content_hash and a.id not in unchanged:
                 unchanged.add(a.id)
                 report.unchanged.append(a.id)
@@ -210,7 +210,18 @@ class Writes:
 
     def _doc_ids(self) -> list[str]:
         ids = getattr(self._backend, "doc_ids", None)
-        return list(ids()) if callable(ids) else [d.id for d in self._backend.docs()]
+        with self._reading_old():
+            return list(ids()) if callable(ids) else [d.id for d in self._backend.docs()]
+
+    def _reading_old(self) -> AbstractContextManager[None]:
+        """Reads of what the index held before a write: a damaged file is IndexFormatError
+        (:func:`~search.errors.reading_index`), not a library's error passed off as the
+        caller's mistake. The write itself keeps its own errors (IndexWriteError)."""
+        return reading_index(self.path if getattr(self, "backend_name", "local") == "local" else None)
+
+    def _record_of(self, doc_id: str) -> DocRecord | None:
+        with self._reading_old():
+            return self._backend.doc(doc_id)
 
     def _root_finder(self, root: str | os.PathLike[str] | None) -> Callable[[Path], Path | None]:
         """The corpus root of each path given to :meth:`add`, so an id never depends on how
@@ -235,7 +246,7 @@ class Writes:
             parts = rp.split("/")
             for i in range(1, len(parts)):
                 doc_id = "/".join(parts[i:])
-                rec = self._backend.doc(doc_id)
+                rec = self._record_of(doc_id)
                 if rec is not None and rec.path == rp:
                     return Path(rp[: -len(doc_id) - 1])
             return next((f for f in folders if f in Path(rp).parents), None)
@@ -246,7 +257,7 @@ class Writes:
         """A different file's article takes this id: refused (reported) unless ``replace``."""
         if replace:
             return False
-        old = self._backend.doc(a.id)
+        old = self._record_of(a.id)
         if old is not None and old.path and a.path and old.path != a.path:
             report.problems.append(
                 f"{a.path}: id {a.id!r} is already {old.path}; not added: give --root so the "
@@ -262,7 +273,7 @@ class Writes:
         report = WriteReport()
         ids = list(dict.fromkeys(doc_ids))
         for d in ids:
-            (report.removed if self._backend.doc(d) is not None else report.missing).append(d)
+            (report.removed if self._record_of(d) is not None else report.missing).append(d)
         if report.removed:
             self._backend.write(WriteBatch(remove=report.removed))
         report.took_s = time.perf_counter() - t0

@@ -221,3 +221,17 @@ def _raise_inside_the_package(e: Exception) -> None:
     ns: dict[str, Any] = {}
     exec(code, ns)
     ns["boom"](e)
+
+
+def test_writing_over_a_damaged_store_says_the_index_is_damaged(index_copy: Path) -> None:
+    """A rebuild or an add reads the records already stored (to tell added from replaced):
+    a damaged store is the index's state, not JSON's text shown as a usage mistake."""
+    from search.embed import HashEmbedder
+    from search.engine import Engine
+    from search.errors import IndexFormatError
+
+    with Engine.open(index_copy, embedder=HashEmbedder()) as e:
+        _damage(index_copy, "seg-*.store.bin")
+        for write in (lambda: e.index([SEEDS]), lambda: e.add([SEEDS / "000_e3a89f9a78d59e55.txt"])):
+            with pytest.raises(IndexFormatError, match="is damaged"):
+                write()
