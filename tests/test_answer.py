@@ -712,3 +712,19 @@ def test_a_header_and_a_strike_for_the_same_goal_are_a_conflict() -> None:
     assert value_key("finish", d.clusters[0].text) == "header" and d.clusters[0].support == 2
     assert [value_key("finish", c.text) for c in block.conflicts] == ["shot"]
     assert block.conflicts[0].sentences[0].doc_id == "c.txt"
+
+
+def test_the_values_an_alternative_question_offers_are_candidates() -> None:
+    """ "A header or a shot?" names its answers: they are not the question's own subject."""
+    q = analyse("Was Fernandez's equaliser a header or a shot from distance?")
+    assert q.atype == "finish" and {"header", "shot"} <= q.options
+    arts = [
+        article(
+            "a.txt",
+            "Fernandez equalised with a header in the 85th minute.",
+            [("Fernandez", "PERSON"), ("header", "FINISH"), ("85th minute", "MINUTE")],
+        )
+    ]
+    sents, _ = collect(q, hits_of(arts), FakeEngine(arts).get_document)
+    assert {c.text for c in candidates(q, sents)} == {"header"}
+    assert analyse("who scored the winner").options == frozenset()

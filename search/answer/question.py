@@ -42,6 +42,7 @@ class QuestionInfo:
     names: tuple[str, ...]  # words written with a capital (after the first word), or scorelines
     tense: str  # "future", "past" or "present"
     counted: str = ""  # the noun a "how many" question counts ("goals"), as an index term
+    options: frozenset[str] = frozenset()  # the words of the values an "X or Y" question offers
 
     def fit(self, label: str, text: str = "", after: str = "") -> float:
         """How well an entity answers this question: its label's fit to the type, or a
@@ -104,7 +105,22 @@ def analyse(question: str) -> QuestionInfo:
         names=names,
         tense=tense,
         counted=term(m.group(1)) if m else "",
+        options=_options(low),
     )
+
+
+_OR = re.compile(
+    r"(\w+(?:[- ]\w+)?) or (?:(?:from the|on the|in the|a|an|the|from|on|in|at) )?(\w+(?:[- ]\w+)?)"
+)
+
+
+def _options(low: str) -> frozenset[str]:
+    """The words of the two values an alternative question offers ("was it a header or a
+    shot": header, shot): those values are answers, not the question's own subject."""
+    out: set[str] = set()
+    for m in _OR.finditer(low):
+        out.update(w for w in re.split(r"[- ]", m.group(1) + " " + m.group(2)) if w and w not in STOP_WORDS)
+    return frozenset(out)
 
 
 @lru_cache(maxsize=1 << 16)

@@ -119,7 +119,8 @@ def candidates(q: QuestionInfo, sents: list[Sent]) -> list[Candidate]:
                 continue
             if q.atype in numeric and not _NUMBERISH.search(text):
                 continue
-            if words_of(text) & qwords or (acronyms and _initials(text) in acronyms):
+            own = words_of(text) & qwords and not words_of(text) <= q.options  # "a header or a shot"
+            if own or (acronyms and _initials(text) in acronyms):
                 continue  # the question's own subject ("QPR": Queens Park Rangers) is not its answer
             near = proximity(s, a - s.start, b - s.start)
             if q.counted:  # "how many goals": "158 goals", not "10-point"
