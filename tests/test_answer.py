@@ -53,6 +53,13 @@ def hits_of(arts: list[Article]) -> list[Hit]:
     ]
 
 
+def candidate_texts(question: str, arts: list[Article]) -> set[str]:
+    """The typed candidates' texts of ``question`` over ``arts`` (stages 1-3)."""
+    q = analyse(question)
+    sents, _ = collect(q, hits_of(arts), FakeEngine(arts).get_document)
+    return {c.text for c in candidates(q, sents)}
+
+
 def ask(question: str, arts: list[Article], copies: dict[str, str] | None = None) -> AnswerBlock:
     block = build_answer(question, hits_of(arts), FakeEngine(arts, copies))
     check_spans(block, arts)
@@ -566,9 +573,7 @@ def test_a_role_word_the_model_took_into_a_name_is_trimmed() -> None:
             [("Keeper Petr Cech", "PERSON"), ("Graham Poll", "PERSON"), ("Henry", "PERSON")],
         )
     ]
-    q = analyse("who let Henry take the quick free-kick against Chelsea")
-    sents, _ = collect(q, hits_of(arts), FakeEngine(arts).get_document)
-    texts = {c.text for c in candidates(q, sents)}
+    texts = candidate_texts("who let Henry take the quick free-kick against Chelsea", arts)
     assert "Petr Cech" in texts and "Keeper Petr Cech" not in texts
 
 
@@ -659,9 +664,7 @@ def test_a_nickname_is_never_the_answer() -> None:
             [("Gunners", "ORG"), ("Manuel Almunia", "PERSON"), ("Celta Vigo", "ORG")],
         )
     ]
-    q = analyse("Which club did Arsenal sign Manuel Almunia from?")
-    sents, _ = collect(q, hits_of(arts), FakeEngine(arts).get_document)
-    assert {c.text for c in candidates(q, sents)} == {"Celta Vigo"}
+    assert candidate_texts("Which club did Arsenal sign Manuel Almunia from?", arts) == {"Celta Vigo"}
     d = decide("Which club did Arsenal sign Manuel Almunia from?", hits_of(arts), FakeEngine(arts))
     assert d.clusters[0].text == "Celta Vigo"
 
@@ -725,6 +728,5 @@ def test_the_values_an_alternative_question_offers_are_candidates() -> None:
             [("Fernandez", "PERSON"), ("header", "FINISH"), ("85th minute", "MINUTE")],
         )
     ]
-    sents, _ = collect(q, hits_of(arts), FakeEngine(arts).get_document)
-    assert {c.text for c in candidates(q, sents)} == {"header"}
+    assert candidate_texts("Was Fernandez's equaliser a header or a shot from distance?", arts) == {"header"}
     assert analyse("who scored the winner").options == frozenset()
