@@ -133,6 +133,7 @@ def add_then_term(self, batch):
     os.kill(os.getpid(), signal.SIGTERM)  # as `timeout`, `docker stop` or systemd do
 
 local_write.GenerationWriter.add = add_then_term
+signal.signal(signal.SIGHUP, signal.SIG_DFL)  # as in a terminal: the test runner may be under nohup
 main(["index", "seeds"])
 """
 
