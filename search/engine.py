@@ -512,7 +512,8 @@ T = TypeVar("T")
 def _found(x: T | None, doc_id: str) -> T:
     """``x``, or the error a missing document gives on every face."""
     if x is None:
-        raise DocumentNotFoundError(f"no document {doc_id!r} in the index: see `search list`")
+        shown = repr(doc_id) if len(doc_id) <= 80 else repr(doc_id[:80]) + f"… ({len(doc_id)} characters)"
+        raise DocumentNotFoundError(f"no document {shown} in the index: see `search list`")
     return x
 
 

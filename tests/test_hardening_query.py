@@ -235,3 +235,18 @@ def test_writing_over_a_damaged_store_says_the_index_is_damaged(index_copy: Path
         for write in (lambda: e.index([SEEDS]), lambda: e.add([SEEDS / "000_e3a89f9a78d59e55.txt"])):
             with pytest.raises(IndexFormatError, match="is damaged"):
                 write()
+
+
+def test_a_huge_unknown_document_id_is_not_echoed_whole(seed_index: Path) -> None:
+    """MCP has no length cap on ``doc_id`` (HTTP's is 200): the one-line error stays one
+    short line however long the id."""
+    from search.embed import HashEmbedder
+    from search.engine import Engine
+    from search.errors import DocumentNotFoundError
+
+    with Engine.open(seed_index, embedder=HashEmbedder()) as e:
+        with pytest.raises(DocumentNotFoundError) as got:
+            e.get_document("x" * 100_000)
+        assert len(str(got.value)) < 200 and "100000 characters" in str(got.value)
+        with pytest.raises(DocumentNotFoundError, match="no document 'nope.txt' in the index"):
+            e.get_document("nope.txt")
