@@ -87,7 +87,6 @@ class Engine(Writes, Retrieves):
         if not 0.0 <= alpha <= 1.0:
             raise ValueError("alpha must be between 0 and 1")
         self.alpha = alpha
-        self.lead_within = 3  # `ask` moves the answer's passage to the front from this rank: answer/lead.py
         self.collapse_duplicates = collapse_duplicates
         self.rerank = rerank
         # Whether the football vocabulary expands queries: None decides per index
@@ -397,7 +396,7 @@ class Engine(Writes, Retrieves):
             if Sort.from_str(sort) is Sort.RELEVANCE:
                 from .answer.lead import lead
 
-                hits = lead(hits, block, self.lead_within)
+                hits = lead(hits, block)
         shown = hits[:k]
         if block is not None:
             cited = {s.passage_rank for s in block.sentences}

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from .backends import Backend, DocRecord, WriteBatch
-from .errors import IndexMissingError, reading_index
+from .errors import IndexMissingError
 from .types import Article
 
 if TYPE_CHECKING:
@@ -61,6 +61,7 @@ class Writes:
     """Writing an index: :class:`~search.engine.Engine`'s write methods."""
 
     _backend: Backend
+    _reading: Callable[[], AbstractContextManager[None]]  # the read path's guard (Retrieves)
     path: Path
 
     def index(
@@ -89,8 +90,7 @@ class Writes:
         Ids of files are paths relative to a corpus root: ``root`` if given, else the root
         the same file was indexed under before, else the recorded source folder that holds
         it (a folder given too), else the folder given (a single file: its own folder). A
-        *different* file whose
-        id is taken is refused (named in the report) unless ``replace``.
+        *different* file whose id is taken is refused (named in the report) unless ``replace``.
 
         Articles stream: files are read, chunked, tagged and encoded in batches, and each
         batch is written as it is ready (:mod:`search.indexing`), so memory does not grow
@@ -210,17 +210,14 @@ class Writes:
 
     def _doc_ids(self) -> list[str]:
         ids = getattr(self._backend, "doc_ids", None)
-        with self._reading_old():
+        with self._reading():
             return list(ids()) if callable(ids) else [d.id for d in self._backend.docs()]
 
-    def _reading_old(self) -> AbstractContextManager[None]:
-        """Reads of what the index held before a write: a damaged file is IndexFormatError
-        (:func:`~search.errors.reading_index`), not a library's error passed off as the
-        caller's mistake. The write itself keeps its own errors (IndexWriteError)."""
-        return reading_index(self.path if getattr(self, "backend_name", "local") == "local" else None)
-
     def _record_of(self, doc_id: str) -> DocRecord | None:
-        with self._reading_old():
+        """A stored record read before a write: a damaged file is IndexFormatError (the read
+        path's guard), not a library's error passed off as the caller's mistake. The write
+        itself keeps its own errors (IndexWriteError)."""
+        with self._reading():
             return self._backend.doc(doc_id)
 
     def _root_finder(self, root: str | os.PathLike[str] | None) -> Callable[[Path], Path | None]:

@@ -40,7 +40,7 @@ def lead(hits: list[Hit], block: AnswerBlock, within: int = LEAD_WITHIN) -> list
         return hits
     order = [hits[i], *hits[:i], *hits[i + 1 :]]
     new = {h.rank: n for n, h in enumerate(order, 1)}
-    for h, n in zip(order, range(1, len(order) + 1)):
+    for n, h in enumerate(order, 1):
         h.rank = n
     block.sentences = [
         replace(s, passage_rank=new.get(s.passage_rank, s.passage_rank)) for s in block.sentences

@@ -119,15 +119,16 @@ def candidates(q: QuestionInfo, sents: list[Sent]) -> list[Candidate]:
                 continue
             if q.atype in numeric and not _NUMBERISH.search(text):
                 continue
-            own = words_of(text) & qwords and not words_of(text) <= q.options  # "a header or a shot"
+            words = words_of(text)
+            own = words & qwords and not words <= q.options  # "a header or a shot" offers its answers
             if own or (acronyms and _initials(text) in acronyms):
                 continue  # the question's own subject ("QPR": Queens Park Rangers) is not its answer
             near = proximity(s, a - s.start, b - s.start)
             if q.counted:  # "how many goals": "158 goals", not "10-point"
                 fit *= 1.0 if counts(q.counted, label, s.article.text[a : b + 40]) else COUNT_MISS
-            r = rival(s, a, b, qnames) if qnames else 0.0
             if q.atype in bound and qnames and owner(s, a, qnames) > 0:
                 continue  # "Martinez to head home the winner" says nothing of how Fernandez scored
+            r = rival(s, a, b, qnames) if qnames else 0.0
             out.append(Candidate(text, a, b, label, s, s.score * fit * near, near, first, r))
             first = False
     return out
