@@ -66,13 +66,14 @@ class Engine(Writes, Retrieves):
         collapse_duplicates: bool = True,
         rerank: bool = True,
         preload: bool = False,
-        tagger: Callable[[Sequence[str]], list[list[tuple[int, int, str]]]] | None = None,
+        tagger: Callable[[Sequence[str]], Sequence[Sequence[tuple[Any, ...]]]] | None = None,
         min_confidence: float | None = None,
     ) -> None:
         self.path = Path(path) if path is not None else default_index_path()
         # The confidence a short answer needs; None: the fitted threshold (precision 0.9).
         self.min_confidence = min_confidence if min_confidence is not None else _env_confidence()
-        # The NER stage: texts -> (start, end, label) spans; search.enrich.tag (spaCy) unless given.
+        # The NER stage: texts -> (start, end, label[, role]) spans; search.enrich.tag (spaCy)
+        # unless given.
         self._tagger = tagger
         # SEARCH_EMBEDDER lets tests and servers choose the backend ("hash" is the fake).
         self._embedder_spec = embedder if embedder is not None else os.environ.get("SEARCH_EMBEDDER", "auto")

@@ -108,7 +108,9 @@ def chunk_and_tag(articles: list[Article], tagger: Any, clock: Clock) -> Prepare
         prep.sentences.append([[(s, e) for s, e in units if s >= p.start and e <= p.end] for p in ps])
     with clock.busy("ner"):
         for a, ents in zip(articles, tagger([a.text for a in articles])):
-            a.entities = ents
+            # (start, end, label) from any tagger, and a role from search.enrich's
+            a.entities = [(x[0], x[1], x[2]) for x in ents]
+            a.roles = [x[3] if len(x) > 3 else "" for x in ents] if any(len(x) > 3 for x in ents) else []
     return prep
 
 

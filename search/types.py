@@ -42,6 +42,10 @@ class Article:
     # named entities as (start, end, label) and sentence spans (start, end), headings left out.
     entities: list[tuple[int, int, str]] = field(default_factory=list)
     sentences: list[tuple[int, int]] = field(default_factory=list)
+    # One per entity, in the same order: what it does in its sentence (search.enrich.role,
+    # "nsubj score"); empty for an index tagged before roles were stored, or by a tagger
+    # that gives none.
+    roles: list[str] = field(default_factory=list)
     # [len(sentences), dim], L2-normalised: each sentence's embedding, for the answer stage to
     # compare with the question's (kept by the backends beside the text, not in to_dict):
     # float32 from the local store's int8 codes (search.vector_codes), float16 from Milvus or
@@ -83,6 +87,7 @@ class Article:
             "content_hash": self.content_hash,
             "entities": [list(e) for e in self.entities],
             "sentences": [list(s) for s in self.sentences],
+            "roles": list(self.roles),
         }
 
     @classmethod
@@ -100,6 +105,7 @@ class Article:
             published_ts=d.get("published_ts"),
             entities=[(int(a), int(b), str(lab)) for a, b, lab in d.get("entities") or []],
             sentences=[(int(a), int(b)) for a, b in d.get("sentences") or []],
+            roles=[str(r) for r in d.get("roles") or []],
         )
 
 

@@ -523,10 +523,23 @@ def test_clubs_are_tagged_as_teams_and_places_and_people_keep_their_labels() -> 
         "Everton keeper Nigel Martyn was beaten as Glasgow Rangers and the Blues watched, "
         "with United States officials and David Villa in the stand."
     )
-    got = {text[a:b]: label for a, b, label in enrich.tag([text])[0]}
+    got = {text[a:b]: label for a, b, label, _ in enrich.tag([text])[0]}
     assert got["Everton"] == got["Glasgow Rangers"] == got["Blues"] == "ORG"
     assert got["United States"] == "GPE"
     assert got["Nigel Martyn"] == got["David Villa"] == "PERSON"
+
+
+@pytest.mark.slow
+def test_each_entity_keeps_its_dependency_label_and_governing_verb() -> None:
+    """The parser's reading is stored with each entity as index terms, so the answer stage
+    can tell the scorer ("Gordon scored") from the player who only crossed for him."""
+    from search import enrich
+
+    text = "Gordon scored after Saka crossed, and England were beaten by Argentina in Atlanta."
+    roles = {text[a:b]: role for a, b, _, role in enrich.tag([text])[0]}
+    assert roles["Gordon"] == "nsubj score"
+    assert roles["Saka"] == "nsubj cross"
+    assert roles["Argentina"] == "pobj beat beaten"  # the lemma and the word as written
 
 
 def test_every_club_line_is_a_name_or_a_name_and_a_label() -> None:
@@ -680,7 +693,7 @@ def test_finishes_and_pitch_positions_are_tagged() -> None:
         "Gordon's strike from outside the penalty area came after Messi drifted to the right "
         "wing and then dropped into midfield."
     )
-    got = [(text[a:b], label) for a, b, label in enrich.tag([text])[0] if label in ("FINISH", "POSITION")]
+    got = [(text[a:b], label) for a, b, label, _ in enrich.tag([text])[0] if label in ("FINISH", "POSITION")]
     assert got == [
         ("header", "FINISH"),
         ("headed home", "FINISH"),

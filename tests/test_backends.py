@@ -204,6 +204,16 @@ def test_reopen_reads_without_reencoding(engine: Engine, tmp_path: Path) -> None
         e2.close()
 
 
+def test_each_entity_is_stored_with_its_role(engine: Engine) -> None:
+    """The parser's role of each entity (search.enrich.role) is written and read back with
+    the spans, on both backends, one per entity, so the answer stage can use it."""
+    engine.add([A])
+    got = engine.get_document("a.txt")
+    assert len(got.roles) == len(got.entities) > 0
+    roles = {got.text[a:b]: r for (a, b, _), r in zip(got.entities, got.roles)}
+    assert roles["Lautaro Martinez"] == "nsubj head"
+
+
 def test_entities_tagged_with_other_patterns_say_to_reindex(
     engine: Engine, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -170,7 +170,7 @@ def _rewrite_as_older_version(gen: Path, passages: Any = np.float32) -> None:
             parts = [unpack(data[a:b]) for a, b in zip(ends, ends[1:])]
             r0, r1 = int(off[d, 3]), int(off[d + 1, 3])
             derived = passage_sentences(sents[sentoff[r0] : sentoff[r1]].tolist())
-            ents, spans = read_enrichment(json.loads(parts[2]), lambda d=derived: d)
+            ents, spans, _ = read_enrichment(json.loads(parts[2]), lambda d=derived: d)
             old = {"entities": [list(e) for e in ents], "sentences": [list(x) for x in spans]}
             parts[2] = json.dumps(old, ensure_ascii=False, separators=(",", ":")).encode()
             new[d, :3] = [len(out) + sum(len(p) for p in parts[:i]) for i in range(3)]
@@ -325,12 +325,16 @@ def test_an_enrichment_is_written_as_flat_integers_and_read_back() -> None:
     derived = [(0, 10), (11, 35), (36, 50)]
     enr = json.loads(json.dumps(enrichment(ents, [list(x) for x in derived], derived)))
     assert enr == {"l": ["PERSON", "ORG", "EVENT"], "e": [0, 5, 0, 12, 7, 1, 0, 18, 2, 28, 4, 0]}
-    assert read_enrichment(enr, lambda: derived) == (ents, derived)
+    assert read_enrichment(enr, lambda: derived) == (ents, derived, [])
+    roles = ["nsubj score", "pobj", "dobj beat", "nsubj score"]  # one per entity, each kind once
+    enr = json.loads(json.dumps(enrichment(ents, [list(x) for x in derived], derived, roles)))
+    assert enr["rl"] == ["nsubj score", "pobj", "dobj beat"] and enr["r"] == [0, 1, 2, 0]
+    assert read_enrichment(enr, lambda: derived) == (ents, derived, roles)
     other = [(0, 10), (11, 50)]  # spans the passages do not give: written out
     enr = json.loads(json.dumps(enrichment([], other, derived)))
-    assert enr["s"] == [[0, 10], [11, 50]] and read_enrichment(enr, lambda: derived) == ([], other)
+    assert enr["s"] == [[0, 10], [11, 50]] and read_enrichment(enr, lambda: derived) == ([], other, [])
     old = {"entities": [list(e) for e in ents], "sentences": [list(x) for x in other]}  # older index
-    assert read_enrichment(old, lambda: derived) == (ents, other)
+    assert read_enrichment(old, lambda: derived) == (ents, other, [])
     assert passage_sentences([[11, 35], [0, 10], [11, 35], [36, 50]]) == derived
 
 

@@ -67,6 +67,7 @@ class Sent:
     hits: list[int] = field(default_factory=list)  # offsets (in the sentence) of matched words
     anchors: list[int] = field(default_factory=list)  # offsets of the focus words it names
     ents: list[tuple[int, int, str]] = field(default_factory=list)  # the stored entities inside it
+    roles: list[str] = field(default_factory=list)  # each one's stored role (search.enrich.role)
     evidence: float | None = None  # the probability that it states the answer (stage 2b)
     pick: float = 0.0  # the probability that it is the one sentence to quote (stage 2b)
     passage: float = 1.0  # its passage's fused retrieval score over the first passage's
@@ -162,20 +163,23 @@ def collect(
 def _place_entities(sents: list[Sent]) -> None:
     """Give each sentence the stored entities inside it: one pass over an article's sorted
     entities per question, instead of one per sentence."""
-    by_article: dict[str, tuple[list[int], list[tuple[int, int, str]]]] = {}
+    by_article: dict[str, tuple[list[int], list[tuple[int, int, str]], list[str]]] = {}
     for s in sents:
         a = s.article
         if a.id not in by_article:
-            ents = sorted(a.entities)
-            by_article[a.id] = ([x for x, _, _ in ents], ents)
-        starts, ents = by_article[a.id]
+            order = sorted(range(len(a.entities)), key=a.entities.__getitem__)
+            ents = [a.entities[k] for k in order]
+            roles = [a.roles[k] for k in order] if len(a.roles) == len(a.entities) else [""] * len(ents)
+            by_article[a.id] = ([x for x, _, _ in ents], ents, roles)
+        starts, ents, roles = by_article[a.id]
         i = bisect_left(starts, s.start)
-        out = []
+        out, out_roles = [], []
         while i < len(ents) and ents[i][0] < s.end:
             if ents[i][1] <= s.end:
                 out.append(ents[i])
+                out_roles.append(roles[i])
             i += 1
-        s.ents = out
+        s.ents, s.roles = out, out_roles
 
 
 def _meaning(sents: list[Sent], qvec: np.ndarray) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 from .agreement import Cluster
 from .candidates import Sent, rank_prior
 from .question import QuestionInfo
+from .typed import governed
 
 FEATURES = (
     "score",  # the value's best candidate score over the best in the question
@@ -44,6 +45,7 @@ FEATURES = (
     "votes",  # share of the articles whose most probable sentence states it
     "log_votes",
     "rival",  # of its mentions with a name beside them, the share where it is not the question's
+    "verb",  # the verb that governs its best candidate is one the question uses (stored role)
 )
 
 
@@ -113,6 +115,7 @@ def features(
                 "votes": vote / max(voters, 1),
                 "log_votes": math.log1p(vote) / math.log1p(10),
                 "rival": _rival(cl),
+                "verb": 1.0 if governed(best.role, q.terms) else 0.0,
             }
         )
     return rows

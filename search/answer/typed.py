@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -55,6 +55,7 @@ class Candidate:
     near: float = 0.5  # 1 beside the question's predicate words, 1/2 at PROXIMITY_WORDS away
     first: bool = False  # the first candidate of the asked kind in its sentence
     rival: float = 0.0  # whose value it is: see rival()
+    role: str = ""  # what it does in its sentence, as stored (search.enrich.role: "nsubj score")
 
 
 @lru_cache(maxsize=1 << 16)  # names repeat across sentences, articles and questions
@@ -106,7 +107,7 @@ def candidates(q: QuestionInfo, sents: list[Sent]) -> list[Candidate]:
         if not s.usable:
             continue
         first = True
-        for a, b, label in s.ents:
+        for k, (a, b, label) in enumerate(s.ents):
             a, b = _trim(s.article.text, a, b)
             text = s.article.text[a:b]
             fit = q.fit(label, text, s.article.text[b : b + AFTER])
@@ -129,7 +130,8 @@ def candidates(q: QuestionInfo, sents: list[Sent]) -> list[Candidate]:
             if q.atype in bound and qnames and owner(s, a, qnames) > 0:
                 continue  # "Martinez to head home the winner" says nothing of how Fernandez scored
             r = rival(s, a, b, qnames) if qnames else 0.0
-            out.append(Candidate(text, a, b, label, s, s.score * fit * near, near, first, r))
+            role = s.roles[k] if k < len(s.roles) else ""
+            out.append(Candidate(text, a, b, label, s, s.score * fit * near, near, first, r, role))
             first = False
     return out
 
@@ -240,6 +242,15 @@ def proximity(s: Sent, a: int, b: int) -> float:
         return s.text[lo:hi].count(" ")
 
     return cap / (1.0 + min(gap(h) for h in marks) / PROXIMITY_WORDS)
+
+
+def governed(role: str, terms: Sequence[str] | frozenset[str]) -> bool:
+    """Whether the verb that governs an entity (its stored role, "nsubj score": lemma and
+    word as index terms; search.enrich.role) is one of the question's ``terms``: "who
+    scored" wants the scorer, not the player who crossed. False when no verb governs it or
+    the index stored no roles."""
+    verbs = role.split()[1:]
+    return bool(verbs) and not set(verbs).isdisjoint(terms)
 
 
 def entity_at(s: Sent, matches: Callable[[str], bool], atype: str = "") -> Candidate | None:

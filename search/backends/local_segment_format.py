@@ -96,13 +96,17 @@ def unpack(stored: bytes) -> bytes:
 
 
 def enrichment(
-    entities: Sequence[Sequence[Any]], sentences: Sequence[Sequence[int]], derived: Sequence[tuple[int, int]]
+    entities: Sequence[Sequence[Any]],
+    sentences: Sequence[Sequence[int]],
+    derived: Sequence[tuple[int, int]],
+    roles: Sequence[str] = (),
 ) -> dict[str, Any]:
     """An article's enrichment as written: entities as flat integers, each one's start
     from the one before, its length and its label's place in ``l`` (0.50 of the JSON
-    lists' bytes once compressed, at 100k passages); sentence spans only when they are
-    not ``derived``, the union of its passages' sentences (``.sents.npy``), as they
-    always are when the chunker cut the passages from those sentences."""
+    lists' bytes once compressed, at 100k passages); each entity's role as its place in
+    ``rl``, when it has roles; sentence spans only when they are not ``derived``, the
+    union of its passages' sentences (``.sents.npy``), as they always are when the
+    chunker cut the passages from those sentences."""
     labels: dict[str, int] = {}
     flat: list[int] = []
     at = 0
@@ -110,6 +114,10 @@ def enrichment(
         flat += (int(start) - at, int(end) - int(start), labels.setdefault(str(label), len(labels)))
         at = int(start)
     out: dict[str, Any] = {"l": list(labels), "e": flat}
+    if roles:
+        kinds: dict[str, int] = {}
+        out["r"] = [kinds.setdefault(str(r), len(kinds)) for r in roles]
+        out["rl"] = list(kinds)
     spans = [(int(a), int(b)) for a, b in sentences]
     if spans != list(derived):
         out["s"] = [list(x) for x in spans]
@@ -118,16 +126,18 @@ def enrichment(
 
 def read_enrichment(
     enr: dict[str, Any], derive: Callable[[], list[tuple[int, int]]]
-) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-    """``(entities, sentences)`` of an enrichment as :func:`enrichment` wrote it, or as an
-    older index did (``{"entities": [[start, end, label]], "sentences": [[start, end]]}``);
-    ``derive()`` gives the sentences when they were not written."""
+) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[str]]:
+    """``(entities, sentences, roles)`` of an enrichment as :func:`enrichment` wrote it, or
+    as an older index did (``{"entities": [[start, end, label]], "sentences": [[start,
+    end]]}``, no roles); ``derive()`` gives the sentences when they were not written."""
     if "e" not in enr:  # an older index: the lists as they are
-        return list(map(tuple, enr.get("entities") or ())), list(map(tuple, enr.get("sentences") or ()))
+        return list(map(tuple, enr.get("entities") or ())), list(map(tuple, enr.get("sentences") or ())), []
     flat, labels = enr["e"], enr["l"]
     ents = [(s, s + n, labels[k]) for s, n, k in zip(accumulate(flat[0::3]), flat[1::3], flat[2::3])]
     sents = enr.get("s")
-    return ents, (list(map(tuple, sents)) if sents is not None else list(derive()))
+    kinds = enr.get("rl") or []
+    roles = [kinds[k] for k in enr.get("r") or ()]
+    return ents, (list(map(tuple, sents)) if sents is not None else list(derive())), roles
 
 
 def passage_sentences(spans: Sequence[Sequence[int]]) -> list[tuple[int, int]]:

@@ -215,7 +215,7 @@ class Segment:
         # integers, sentences from the passages' unless written; an older index's lists
         # tupled as they are), without from_dict's per-field conversion.
         r0, r1 = int(self.offsets[d, ROW]), int(self.offsets[d + 1, ROW])
-        art.entities, art.sentences = read_enrichment(  # type: ignore[assignment]
+        art.entities, art.sentences, art.roles = read_enrichment(  # type: ignore[assignment]
             enr, lambda: passage_sentences(self.sents[int(self.sentoff[r0]) : int(self.sentoff[r1])].tolist())
         )
         s0, s1 = int(self.offsets[d, SENT]), int(self.offsets[d + 1, SENT])
