@@ -252,12 +252,14 @@ class LexicalIndex:
 
     def _query(
         self, terms: list[str], expansions: list[str] | None, expansion_weight: float, tw: float,
-        allow: np.ndarray | None,
+        allow: np.ndarray | None, extra: dict[str, float] | None = None,
     ) -> Query:  # fmt: skip
         """The query's terms, weighted by idf and query frequency, with their postings per segment."""
         weights: dict[str, float] = {t: float(c) for t, c in Counter(terms).items()}
         for t in expansions or []:
             weights.setdefault(t, expansion_weight)
+        for t, w in (extra or {}).items():
+            weights[t] = weights.get(t, 0.0) + w
         leaves = self._leaves()
         out: list[Term] = []
         for text, qf in weights.items():
@@ -307,6 +309,7 @@ class LexicalIndex:
         title_weight: float | None = None,
         allow: np.ndarray | None = None,
         stats: dict[str, int] | None = None,
+        extra: dict[str, float] | None = None,
     ) -> list[tuple[str, float]]:
         """Top passages for already-analysed query terms, as ``(passage_id, score)``.
 
@@ -320,11 +323,13 @@ class LexicalIndex:
         The long lists of common words are mostly left unread (MaxScore,
         :mod:`search.impacts`); the result equals the exhaustive top ``limit`` exactly
         (tested). ``stats`` receives counts of postings held, read and looked up.
+        ``extra`` maps terms to weights added to their query weight (a typed term counts
+        1): the expansion terms of pseudo-relevance feedback (:mod:`search.feedback`).
         """
         if not terms or limit <= 0:
             return []
         tw = self.title_weight if title_weight is None else title_weight
-        q = self._query(terms, expansions, expansion_weight, tw, allow)
+        q = self._query(terms, expansions, expansion_weight, tw, allow, extra)
         # One accumulator per index, zero between queries; a concurrent query gets its own.
         shared = self._acc_lock.acquire(blocking=False)
         try:

@@ -4,7 +4,9 @@
 (``backend.reader()``) for both retrievers, so it never mixes two generations:
 
     question → terms (+ football expansions) → BM25 top ``CANDIDATES`` ┐
-             → vector → nearest ``CANDIDATES`` ────────────────────────┴→ fuse → rerank
+             → vector → nearest ``CANDIDATES`` ────────────────────────┴→ fuse
+             → (off football corpora: both again, moved toward the fused head, and fuse;
+                search.feedback) → rerank
              → (newest / recency order) → hits, near-duplicate copies collapsed
 """
 
@@ -26,6 +28,7 @@ from . import ordering
 from .backends import Backend
 from .dates import iso_utc
 from .errors import QueryError, reading_index
+from .feedback import TERM_PASSAGES, VECTOR_PASSAGES, feedback_terms, feedback_vector
 from .filters import Filters
 from .fusion import Fusion, Mode, confidence_alpha, convex, doc_of, rrf
 from .ordering import DEFAULT_HALF_LIFE_DAYS, Sort, check_half_life
@@ -98,6 +101,9 @@ class Retrieves:
     rerank: bool
     collapse_duplicates: bool
     football: bool | None
+    #: Pseudo-relevance feedback on hybrid queries (:mod:`search.feedback`): True or False
+    #: forces it (for measurements); None runs it where the football rules do not apply.
+    feedback: bool | None = None
     _football_at: tuple[Any, bool] | None
     #: Encode a hybrid question on a worker thread while BM25 runs (see _encode_beside):
     #: True or False forces it; None (the default) overlaps while a core is likely free
@@ -177,12 +183,10 @@ class Retrieves:
         elif m is Mode.DENSE:
             fused = den
         else:
-            if self.fusion is Fusion.RRF:
-                fused = rrf([lex, den], k=self.rrf_k)
-            elif self.fusion is Fusion.CONVEX:
-                fused = convex(lex, den, self.alpha)
-            else:
-                fused = convex(lex, den, confidence_alpha(lex, den, self.alpha))
+            fused = self._fuse(lex, den)
+            if vec is not None and self._feedback(view, football):
+                lex, den = self._second_round(view, q, terms, expansions, flt, depth, vec, lex, den, fused)
+                fused = self._fuse(lex, den)
             if self.rerank:
                 head = rerank(
                     q,
@@ -240,6 +244,44 @@ class Retrieves:
         for i, h in enumerate(hits, offset + 1):
             h.rank = i
         return hits, vec
+
+    def _fuse(self, lex: list[tuple[str, float]], den: list[tuple[str, float]]) -> list[tuple[str, float]]:
+        if self.fusion is Fusion.RRF:
+            return rrf([lex, den], k=self.rrf_k)
+        if self.fusion is Fusion.CONVEX:
+            return convex(lex, den, self.alpha)
+        return convex(lex, den, confidence_alpha(lex, den, self.alpha))
+
+    def _feedback(self, view: Any, football: bool) -> bool:
+        """Whether a hybrid query runs a feedback round (:mod:`search.feedback`): forced by
+        ``self.feedback``, else off on football corpora; only on readers that give stored
+        passage vectors (the local backend)."""
+        on = self.feedback if self.feedback is not None else not football
+        return on and callable(getattr(view, "passage_vectors", None))
+
+    def _second_round(
+        self,
+        view: Any,
+        q: str,
+        terms: list[str],
+        expansions: list[str],
+        flt: Filters | None,
+        depth: int,
+        vec: np.ndarray,
+        lex: list[tuple[str, float]],
+        den: list[tuple[str, float]],
+        fused: list[tuple[str, float]],
+    ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+        """BM25 and the vectors again, the question moved toward the head of ``fused``
+        (a side with nothing to add keeps its first list)."""
+        qv = feedback_vector(vec, view.passage_vectors([pid for pid, _ in fused[:VECTOR_PASSAGES]]))
+        texts = ((view.passage(pid), s) for pid, s in fused[:TERM_PASSAGES])
+        extra = feedback_terms(terms, [(p.text, s) for p, s in texts if p is not None])
+        if extra:
+            lex = view.lexical_search(terms, depth, expansions, question=q, filters=flt, extra=extra)
+        if qv is not None:
+            den = view.dense(qv, depth, filters=flt)
+        return lex, den
 
     def _ordered(
         self,

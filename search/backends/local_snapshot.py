@@ -24,7 +24,7 @@ from ..facets import Facets
 from ..filters import Filters
 from ..fusion import doc_weight, with_documents
 from ..types import Article, Passage
-from ..vector_codes import decode_unit
+from ..vector_codes import as_float32, decode_unit
 from ..vectors import ANN_SUFFIX, AnnSpec, VectorSegment, search_segments
 from . import DocRecord
 from .local_gen import FORMAT
@@ -139,6 +139,7 @@ class Snapshot:
         expansions: Sequence[str] | None = None,
         question: str | None = None,  # whoosh works on our own analysed terms
         filters: Filters | None = None,
+        extra: dict[str, float] | None = None,
     ) -> list[tuple[str, float]]:
         exp = list(expansions or [])
         dw = doc_weight(self.n_docs)
@@ -146,12 +147,12 @@ class Snapshot:
         rows = self.rows if docmask is not None else None
         with self._lex_lock:
             allow = rows.lexical_allow(docmask) if rows is not None and docmask is not None else None
-            passages = self.lexical.search(list(terms), k, exp, allow=allow)
+            passages = self.lexical.search(list(terms), k, exp, allow=allow, extra=extra)
             if dw <= 0:
                 return passages
             dallow = rows.doclex_allow(docmask) if rows is not None and docmask is not None else None
             # Twice as deep: a passage near the cut should still find its document's score.
-            docs = self.doc_lexical.search(list(terms), 2 * k, exp, allow=dallow)
+            docs = self.doc_lexical.search(list(terms), 2 * k, exp, allow=dallow, extra=extra)
         return with_documents(passages, docs, dw)[:k]
 
     def dense(self, vector: np.ndarray, k: int, filters: Filters | None = None) -> list[tuple[str, float]]:
@@ -160,6 +161,13 @@ class Snapshot:
         hits = search_segments(self.vector_segments, vector, k, allowed)
         rows = self.rows
         return [(rows.row_pid(name, row), score) for score, name, row in hits]
+
+    def passage_vectors(self, pids: Sequence[str]) -> np.ndarray:
+        """The stored vectors of live passages (float32 unit rows; unknown ids left out)."""
+        rows = [r for r in (self._row(pid) for pid in pids) if r is not None]
+        if not rows:
+            return np.zeros((0, 0), np.float32)
+        return np.stack([as_float32(seg.vectors[row : row + 1])[0] for seg, row, _ in rows])
 
     def facets(
         self,
