@@ -12,7 +12,9 @@ over the test queries whose judged documents are in the copied subset), and over
 the share of the local top 10 that Milvus's top 10 holds.
 
 ``--docs N`` copies only the first N documents plus every document judged for a test
-query (Milvus Lite writes ~100 passages a second).
+query (Milvus Lite writes ~100 passages a second). ``--feedback on|off`` forces the
+pseudo-relevance feedback round (:mod:`search.feedback`) on both backends; ``auto`` (the
+default) leaves it to the engine (off on football corpora such as dev's).
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ def main() -> None:
     ap.add_argument("--beir", type=Path)
     ap.add_argument("--docs", type=int, default=None)
     ap.add_argument("--modes", default="hybrid,bm25,dense")
+    ap.add_argument("--feedback", choices=("auto", "on", "off"), default="auto")
     args = ap.parse_args()
 
     local = Engine.open(args.local)
@@ -121,7 +124,13 @@ def main() -> None:
             le.close()
         local.close()
         local = Engine.open(sub)
-    out: dict[str, Any] = {"queries": len(queries), "documents": milvus.stats()["documents"]}
+    feedback = {"auto": None, "on": True, "off": False}[args.feedback]
+    local.feedback = milvus.feedback = feedback
+    out: dict[str, Any] = {
+        "queries": len(queries),
+        "documents": milvus.stats()["documents"],
+        "feedback": args.feedback,
+    }
     for mode in args.modes.split(","):
         per: dict[str, list[float]] = {}
         for qid, text, gold in queries:

@@ -12,6 +12,14 @@ fused as usual (``search.retrieve``):
   :data:`TERM_WEIGHT` times their likelihood over the best one's (a typed term counts 1).
 
 Only what the index stores is read (passage vectors and texts): no model runs again.
+Both backends' readers give it (``passage_vectors(pids)`` and ``lexical_search(...,
+extra=...)``, on passages and on the document-level side): the local snapshot from its
+segments and its BM25 query weights; Milvus by reading the ``dense`` field by id and by
+sending a weighted term as repeated words (its BM25 is linear in a query term's count;
+weights rounded to 1/1000, :func:`search.backends.milvus_base.weighted_text`). A reader
+without them keeps the first round (:func:`search.retrieve.feedback_ready`). With the
+round on both, the SciFact 1,653-document subset (scripts/parity.py) gives nDCG@10 0.8239
+local against 0.8210 Milvus, overlap@10 0.984 (0.864 while Milvus had no round: 0.8285).
 
 Measured on SciFact *train* (809 claims, hybrid nDCG@10 through scripts/beir.py's
 engine path, #15): 0.7403 without; dense alone 0.7364-0.7456 over passages {1, 2, 3, 5,

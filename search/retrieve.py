@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 import threading
 import time
@@ -77,6 +78,33 @@ def _cores() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux
         return max(1, os.cpu_count() or 1)
+
+
+_READY: dict[type, bool] = {}
+
+
+def feedback_ready(view: Any) -> bool:
+    """Whether a reader gives what a feedback round reads: ``passage_vectors(pids)`` and
+    ``lexical_search(..., extra=...)`` (the local snapshot and the Milvus reader do).
+    Decided once per reader class."""
+    cls = type(view)
+    got = _READY.get(cls)
+    if got is None:
+        got = _READY[cls] = _has_feedback_reads(cls)
+    return got
+
+
+def _has_feedback_reads(cls: type) -> bool:
+    if not callable(getattr(cls, "passage_vectors", None)):
+        return False
+    search = getattr(cls, "lexical_search", None)
+    if not callable(search):
+        return False
+    try:
+        params = inspect.signature(search).parameters
+    except (TypeError, ValueError):
+        return False
+    return "extra" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
 @dataclass
@@ -254,10 +282,11 @@ class Retrieves:
 
     def _feedback(self, view: Any, football: bool) -> bool:
         """Whether a hybrid query runs a feedback round (:mod:`search.feedback`): forced by
-        ``self.feedback``, else off on football corpora; only on readers that give stored
-        passage vectors (the local backend)."""
+        ``self.feedback``, else off on football corpora. Both backends' readers give what it
+        reads (stored passage vectors, BM25 with ``extra`` weighted terms); a reader that
+        does not keeps the first round (:func:`feedback_ready`)."""
         on = self.feedback if self.feedback is not None else not football
-        return on and callable(getattr(view, "passage_vectors", None))
+        return on and feedback_ready(view)
 
     def _second_round(
         self,

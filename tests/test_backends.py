@@ -339,6 +339,136 @@ def test_milvus_lexical_terms_are_the_engines(tmp_path: Path) -> None:
             e.close()
 
 
+# Articles without headlines (the local BM25F title field is then empty, as Milvus's
+# repeated headline is) where a second round has something to move: shared words
+# (insulin, stroke, cholesterol) link passages the question's words do not name.
+SCIENCE = [
+    Article(id=f"{i}.txt", title="", text=t, source="s")
+    for i, t in enumerate(
+        [
+            "Low-dose aspirin lowers the risk of a second ischaemic stroke in adults with atrial fibrillation.",
+            "Aspirin thins the blood and reduces platelet aggregation after a transient ischaemic attack.",
+            "Statins lower LDL cholesterol and the rate of cardiovascular events in older adults.",
+            "High LDL cholesterol raises the risk of stroke and heart attack.",
+            "Short sleep is associated with insulin resistance in healthy volunteers.",
+            "Insulin resistance precedes type 2 diabetes by several years.",
+            "Vitamin D supplements did not prevent fractures in older women.",
+            "Calcium and vitamin D intake and bone density in postmenopausal women.",
+            "Atrial fibrillation is a major cause of embolic stroke; anticoagulants prevent it.",
+            "Regular exercise improves insulin sensitivity and lowers blood pressure.",
+        ]
+    )
+]
+SCIENCE_QUESTIONS = [
+    "does aspirin prevent stroke",
+    "cholesterol and heart disease",
+    "sleep and diabetes",
+    "vitamin d bone fractures",
+    "blood pressure exercise",
+]
+
+
+def test_the_feedback_round_runs_on_milvus_and_ranks_as_locally(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pseudo-relevance feedback (search.feedback) forced on: Milvus runs the second round
+    (weighted BM25 terms, the question moved toward stored vectors) and ranks as the local
+    backend does, with the round and without it; the round changes some rankings, so the
+    agreement is not that of two first rounds."""
+    from search.backends.milvus_search import MilvusSearch
+
+    extras: list[dict[str, float]] = []
+    real = MilvusSearch.lexical_search
+
+    def spy(self: MilvusSearch, *args: Any, **kwargs: Any) -> Any:
+        extras.append(kwargs.get("extra") or {})
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(MilvusSearch, "lexical_search", spy)
+    engines = {b: _open(b, tmp_path / b) for b in BACKENDS}
+    try:
+        for e in engines.values():
+            e.add(SCIENCE)
+            e.football = False  # ten passages are too few for vocab.is_football's statistic
+        moved = 0
+        for q in SCIENCE_QUESTIONS:
+            ranked: dict[tuple[str, bool], list[str]] = {}
+            for on in (False, True):
+                for b, e in engines.items():
+                    e.feedback = on
+                    ranked[b, on] = [h.passage.id for h in e.search(q, k=8, mode="hybrid")]
+            assert ranked["local", True] == ranked["milvus", True], (q, ranked)
+            assert ranked["local", False] == ranked["milvus", False], (q, ranked)
+            moved += ranked["milvus", True] != ranked["milvus", False]
+        assert moved >= 2
+        # one lexical search a question without the round, two with it (the second weighted)
+        assert len(extras) == 3 * len(SCIENCE_QUESTIONS)
+        assert sum(1 for x in extras if x) == len(SCIENCE_QUESTIONS)
+    finally:
+        for e in engines.values():
+            e.close()
+
+
+def test_weighted_terms_and_stored_vectors_read_alike(tmp_path: Path) -> None:
+    """What the feedback round reads, at the reader: BM25 with ``extra`` terms ranks the same
+    passages in the same order on both backends (passages and the document-level side), and
+    ``passage_vectors`` gives the same stored rows, in the order asked, unknown ids left out."""
+    from search.text import analyze
+
+    engines = {b: _open(b, tmp_path / b) for b in BACKENDS}
+    try:
+        for e in engines.values():
+            e.add(SCIENCE)
+        views = {b: e._backend.reader() for b, e in engines.items()}
+        terms = analyze("stroke risk adults")  # no two passages tie, with or without extras
+        extra = dict(zip(analyze("fibrillation blood"), (0.3, 0.1234)))
+        got = {b: [p for p, _ in v.lexical_search(terms, 10, extra=extra)] for b, v in views.items()}
+        plain = {b: [p for p, _ in v.lexical_search(terms, 10)] for b, v in views.items()}
+        assert got["local"] == got["milvus"] and plain["local"] == plain["milvus"]
+        assert got["milvus"] != plain["milvus"]  # the extra terms count on Milvus
+        # a typed term given again as extra weighs more, as it does locally
+        again = {
+            b: [p for p, _ in v.lexical_search(terms, 10, extra={terms[2]: 2.0})] for b, v in views.items()
+        }
+        assert again["local"] == again["milvus"] != plain["milvus"]
+
+        vec = engines["milvus"].embedder.encode_query("aspirin stroke")
+        hits = views["milvus"].dense(vec, 3)
+        ids = [pid for pid, _ in hits]
+        rows = {b: v.passage_vectors([ids[1], "missing.txt#0", ids[0], ids[2]]) for b, v in views.items()}
+        assert rows["milvus"].shape == (3, len(vec)) and rows["milvus"].dtype == np.float32
+        np.testing.assert_allclose(rows["milvus"], rows["local"], rtol=1e-6, atol=1e-7)
+        scores = dict(hits)
+        np.testing.assert_allclose(
+            rows["milvus"] @ vec, [scores[ids[1]], scores[ids[0]], scores[ids[2]]], rtol=1e-5, atol=1e-6
+        )
+        np.testing.assert_allclose(np.linalg.norm(rows["milvus"], axis=1), 1.0, rtol=1e-5)
+        assert views["milvus"].passage_vectors(["missing.txt#0"]).shape[0] == 0
+    finally:
+        for e in engines.values():
+            e.close()
+
+
+def test_milvus_weighs_a_query_term_by_its_repeats(milvus: Engine) -> None:
+    """What weighted terms on Milvus rest on: its BM25 is linear in how often the query
+    repeats a term, so ``weighted_text``'s repeats, divided back, score the weighted query."""
+    from search.backends.milvus_base import EXTRA_SCALE, weighted_text
+    from search.text import analyze
+
+    milvus.add(SCIENCE)
+    be = milvus._backend
+    terms = analyze("insulin resistance")
+    blood = analyze("blood")[0]
+    text, scale = weighted_text(None, terms, {blood: 0.25})
+    assert scale == EXTRA_SCALE
+    got = dict(be._weighted(text, "", 10, None, scale=scale))
+    base = dict(be._weighted(" ".join(terms), "", 10, None))
+    more = dict(be._weighted(blood, "", 10, None))
+    assert set(got) == set(base) | set(more) and len(got) > len(base)
+    for pid, score in got.items():
+        assert score == pytest.approx(base.get(pid, 0.0) + 0.25 * more.get(pid, 0.0), rel=1e-5)
+
+
 def test_milvus_missing_and_mismatched_index_refused(tmp_path: Path) -> None:
     from search.errors import IndexFormatError
 

@@ -3,6 +3,7 @@ the weighted BM25 terms they go in as, and when the engine runs the second round
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -141,3 +142,51 @@ def test_passage_vectors_are_the_rows_dense_search_scores(hash_engine: Any) -> N
     rows = view.passage_vectors([pid for pid, _ in hits] + ["missing.txt#0"])
     assert rows.shape[0] == len(hits)  # an unknown passage is left out
     np.testing.assert_allclose(rows @ vec, [s for _, s in hits], rtol=1e-5, atol=1e-6)
+
+
+def test_weighted_text_sends_weights_as_repeats() -> None:
+    from search.backends.milvus_base import EXTRA_SCALE, lexical_text, weighted_text
+
+    assert weighted_text("Who scored?", [], None) == (lexical_text("Who scored?", []), 1.0)
+    assert weighted_text(None, ["goal"], {}) == ("goal", 1.0)
+    text, scale = weighted_text(None, ["goal", "net", "goal"], {"net": 0.25, "post": 0.1234, "bar": 1e-5})
+    assert scale == EXTRA_SCALE
+    counts = Counter(text.split())
+    # typed terms count their repeats, extras add their weight (as LexicalIndex._query)
+    assert counts == {"goal": 2 * EXTRA_SCALE, "net": round(1.25 * EXTRA_SCALE), "post": 123}
+    # from the question when no terms are given; a weight that cuts a term to nothing drops it
+    text, _ = weighted_text("Goals", [], {analyze("goals")[0]: -1.0, "net": 0.5})
+    assert Counter(text.split()) == {"net": EXTRA_SCALE // 2}
+
+
+def test_a_reader_without_the_feedback_reads_keeps_one_round(
+    hash_engine: Any, calls: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from search import retrieve
+
+    class Old:
+        def lexical_search(self, terms: list[str], k: int) -> list[tuple[str, float]]:
+            return []
+
+        def passage_vectors(self, pids: list[str]) -> np.ndarray:
+            return np.zeros((0, 0), np.float32)
+
+    class New(Old):
+        def lexical_search(  # type: ignore[override]
+            self, terms: list[str], k: int, extra: dict[str, float] | None = None
+        ) -> list[tuple[str, float]]:
+            return []
+
+    class NoVectors:
+        def lexical_search(self, terms: list[str], k: int, **kw: Any) -> list[tuple[str, float]]:
+            return []
+
+    assert not retrieve.feedback_ready(Old()) and retrieve.feedback_ready(New())
+    assert not retrieve.feedback_ready(NoVectors())
+    hash_engine.add(SCIENCE)
+    hash_engine.football = False
+    hash_engine.feedback = True
+    monkeypatch.setattr(retrieve, "_READY", {})
+    monkeypatch.delattr(Snapshot, "passage_vectors")
+    assert hash_engine.search("does aspirin prevent stroke", k=4, mode="hybrid")
+    assert calls == [{}]  # no stored vectors to read: the first round stands

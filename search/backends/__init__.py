@@ -84,10 +84,13 @@ class Reader(Protocol):
         expansions: Sequence[str] | None = None,
         question: str | None = None,  # the raw text, for engines that analyse it themselves
         filters: Filters | None = None,  # checked; applied inside the retriever, before top-k
+        *,
+        extra: dict[str, float] | None = None,  # terms added to the query's weights (feedback)
     ) -> list[tuple[str, float]]: ...
     def dense(
         self, vector: np.ndarray, k: int, filters: Filters | None = None
     ) -> list[tuple[str, float]]: ...
+    def passage_vectors(self, pids: Sequence[str]) -> np.ndarray: ...  # stored, unit rows
     def fields(self) -> dict[str, str]: ...  # extra metadata fields and their filter kinds
     def facets(
         self,

@@ -3,7 +3,7 @@
 :class:`MilvusReads` fetches rows by id or by a paged scan and keeps what it read
 (passages and their sentence spans, records, articles with their sentence vectors) in
 bounded caches that :meth:`~MilvusReads.refresh` drops when another writer moved the
-manifest's generation. The searches (:mod:`.milvus_search`) fill the passage cache
+manifest's generation (stored passage vectors are read when asked, not cached). The searches (:mod:`.milvus_search`) fill the passage cache
 from their hits, so a result's passages cost no second query.
 """
 
@@ -89,6 +89,21 @@ class MilvusReads(MilvusStore):
         rows = self._client.get(self.passages_name, ids=[pid], output_fields=["id", *PASSAGE_FIELDS])
         self._remember(rows)
         return self._passages.get(pid)
+
+    def passage_vectors(self, pids: Sequence[str]) -> np.ndarray:
+        """The stored vectors of live passages (float32 unit rows, in the order asked;
+        unknown ids left out), as the local snapshot's: what pseudo-relevance feedback
+        moves the question toward (:mod:`search.feedback`). Read from Milvus each time
+        (one query per :data:`IN_LIST` ids; a query asks for two)."""
+        want = [str(p) for p in pids]
+        found: dict[str, np.ndarray] = {}
+        for chunk in _chunks(list(dict.fromkeys(want)), IN_LIST):
+            for r in self._client.get(self.passages_name, ids=list(chunk), output_fields=["dense"]):
+                found[r["id"]] = np.asarray(r["dense"], np.float32)
+        rows = [found[p] for p in want if p in found]
+        if not rows:
+            return np.zeros((0, 0), np.float32)
+        return np.stack(rows)
 
     def passages_of(self, doc_id: str) -> list[Passage]:
         rows = list(self._scan(self.passages_name, f"doc_id == {lit(doc_id)}", ["id", *PASSAGE_FIELDS]))

@@ -1,7 +1,8 @@
 """Searching a Milvus index: BM25, dense, Milvus's native hybrid, and facets and date order.
 
 :class:`MilvusSearch` sends the engine's analysed terms to Milvus's BM25 (passages, and
-the document-level collection fused in as the local backend does), the query vector to
+the document-level collection fused in as the local backend does; weighted terms such as
+pseudo-relevance feedback's as repeated words), the query vector to
 the dense index, both at once to ``hybrid_search``; filters become Milvus expressions
 (:mod:`.milvus_filters`) applied inside each search. A term's idf is counted by Milvus
 (``TEXT_MATCH`` on a server, a one-term search on Lite) with N from the manifest.
@@ -19,7 +20,15 @@ from ..facets import Facets
 from ..filters import Filters
 from ..fusion import doc_weight, with_documents
 from . import milvus_filters as mf
-from .milvus_base import PASSAGE_FIELDS, RRF_K, _and, _single_quoted, filter_expr, lexical_text
+from .milvus_base import (
+    PASSAGE_FIELDS,
+    RRF_K,
+    _and,
+    _single_quoted,
+    filter_expr,
+    lexical_text,
+    weighted_text,
+)
 from .milvus_filters import expression
 from .milvus_read import MilvusReads
 
@@ -65,6 +74,7 @@ class MilvusSearch(MilvusReads):
         question: str | None = None,
         filters: Filters | None = None,
         filter: Any = None,
+        extra: dict[str, float] | None = None,
     ) -> list[tuple[str, float]]:
         """The reader's lexical search: BM25 over the question (or terms) plus expansions.
 
@@ -72,24 +82,31 @@ class MilvusSearch(MilvusReads):
         second request whose scores count at :data:`search.vocab.EXPANSION_WEIGHT`, as the
         local backend weighs them; one request with the words appended counted them as
         much as the words asked (dev hybrid hit@1 0.84 against local 0.88).
+
+        ``extra`` maps terms to weights added to the query's (a typed term counts 1): the
+        expansion terms of pseudo-relevance feedback (:mod:`search.feedback`), on passages
+        and on the document-level collection alike, as locally. They go in the first
+        request as repeated words (:func:`.milvus_base.weighted_text`), so the weighted
+        query is scored in one pass, exactly but for weights rounded to 1/EXTRA_SCALE.
         """
-        text = lexical_text(question, terms).strip()
+        text, scale = weighted_text(question, terms, extra)
+        text = text.strip()
         if not text:
             return []
         filter = _and(filter_expr(filter), expression(filters, self.fields()))
         exp = " ".join(expansions or []).strip()
-        passages = self._weighted(text, exp, k, filter)
+        passages = self._weighted(text, exp, k, filter, scale=scale)
         dw = doc_weight(int(self.manifest().get("counts", {}).get("documents", 0)))
         if dw <= 0:
             return passages
-        docs = self._weighted(text, exp, 2 * k, None, self.doclex_name)
+        docs = self._weighted(text, exp, 2 * k, None, self.doclex_name, scale=scale)
         # A filter narrows passages; a document found only as a whole may not pass it.
         return with_documents(passages, docs, dw, add_missing=not filter)[:k]
 
     def _weighted(
-        self, text: str, exp: str, k: int, filter: Any, collection: str | None = None
+        self, text: str, exp: str, k: int, filter: Any, collection: str | None = None, scale: float = 1.0
     ) -> list[tuple[str, float]]:
-        """BM25 of ``text`` plus EXPANSION_WEIGHT times BM25 of ``exp``, top ``k``."""
+        """BM25 of ``text`` over ``scale`` plus EXPANSION_WEIGHT times BM25 of ``exp``, top ``k``."""
         from ..vocab import EXPANSION_WEIGHT
 
         def one(q: str) -> list[tuple[str, float]]:
@@ -105,6 +122,8 @@ class MilvusSearch(MilvusReads):
             return [(h["id"], float(h["distance"])) for h in (res[0] if res else [])]
 
         hits = one(text)
+        if scale != 1.0:
+            hits = [(pid, sc / scale) for pid, sc in hits]
         if not exp:
             return hits
         scores = dict(hits)
