@@ -35,8 +35,9 @@ def _host_name(host: str) -> str:
 
 
 class _Guard:
-    """Outermost ASGI layer: checks the Host header, caps request bodies and turns any crash
-    into a generic 500.
+    """Outermost ASGI layer: checks the Host header, caps request bodies, answers HEAD as GET
+    without the body (a load balancer's probe of ``/health``), and turns any crash into a
+    generic 500.
 
     Only the ``allowed_hosts`` names are answered (``*``: any), so a page whose name was
     rebound to 127.0.0.1 cannot read the index through the user's browser.
@@ -120,8 +121,17 @@ class _Guard:
             inner_receive: Receive = replay
         else:
             inner_receive = receive
+        inner_send: Send = send_tracking
+        if scope.get("method") == "HEAD":  # answered as GET without the body (HTTP's HEAD)
+            scope = {**scope, "method": "GET"}
+
+            async def inner_send(message: Message) -> None:
+                if message["type"] == "http.response.body":
+                    message = {**message, "body": b""}
+                await send_tracking(message)
+
         try:
-            await self.app(scope, inner_receive, send_tracking)
+            await self.app(scope, inner_receive, inner_send)
         except Exception:
             log.exception("unhandled error in %s %s", scope.get("method"), scope.get("path"))
             if not started:

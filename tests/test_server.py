@@ -186,6 +186,18 @@ def test_health_stats_and_docs(ro: httpx.Client) -> None:
 
 
 @pytest.mark.integration
+def test_head_is_answered_as_get_without_a_body(ro: httpx.Client) -> None:
+    """A load balancer probes with HEAD: the GET routes answer it with their status and
+    headers and no body; a write route still refuses it."""
+    for path in ("/healthz", "/stats", "/documents"):
+        got, want = ro.head(path), ro.get(path)
+        assert got.status_code == want.status_code == 200
+        assert got.content == b"" and got.headers["content-type"] == want.headers["content-type"]
+    assert ro.head("/nope").status_code == 404
+    assert ro.head("/ask", params={"q": "who scored"}).status_code == 200
+
+
+@pytest.mark.integration
 def test_ask_returns_the_engines_dict(ro: httpx.Client, seed_index: Path) -> None:
     from search.embed import HashEmbedder
     from search.engine import Engine
