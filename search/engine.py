@@ -227,23 +227,42 @@ class Engine(Writes, Retrieves):
         """Rebuild an index with this version: the articles it holds, from their stored text
         (:meth:`reindex`); or, when this version cannot open it (another format, model or
         chunking), from the sources it recorded, the old generations replaced by a fresh
-        index. Returns the open engine and the report."""
-        from .backends.local import clear_index, recorded_sources
-
+        index; or, when a file of it is damaged, from those sources too. Returns the open
+        engine and the report."""
         p = Path(path) if path is not None else default_index_path()
         try:
             engine = cls(p, **kwargs)
         except IndexFormatError:
-            sources = recorded_sources(p)
-            if not sources:
-                raise IndexFormatError(
-                    f"{p} cannot be read by this version and records no sources: "
-                    "rebuild it with `search index PATH...`"
-                ) from None
-            clear_index(p)
-            engine = cls(p, create=True, **kwargs)
-            return engine, engine.index(sources, progress=progress)
-        return engine, engine.reindex(progress=progress)
+            return cls._from_sources(p, progress, kwargs, "cannot be read by this version")
+        try:
+            return engine, engine.reindex(progress=progress)
+        except IndexFormatError:  # a damaged file: the stored text cannot be read back
+            if engine.backend_name != "local":
+                raise
+            engine.close()
+            return cls._from_sources(p, progress, kwargs, "is damaged")
+
+    @classmethod
+    def _from_sources(
+        cls, p: Path, progress: Callable[[str, int, int], None] | None, kwargs: dict[str, Any], why: str
+    ) -> tuple[Engine, WriteReport]:
+        """A fresh index at ``p`` from the sources its manifest recorded (articles added as
+        objects, with no file, cannot come back)."""
+        from .backends.local import clear_index, recorded_sources
+
+        sources = recorded_sources(p)
+        if not sources:
+            raise IndexFormatError(
+                f"{p} {why} and records no sources: rebuild it with `search index PATH...`"
+            ) from None
+        clear_index(p)
+        engine = cls(p, create=True, **kwargs)
+        report = engine.index(sources, progress=progress)
+        report.problems.insert(
+            0,
+            f"the index {why}: rebuilt from the {len(sources)} source(s) it recorded; articles added without a file are not in it",
+        )
+        return engine, report
 
     # -- reading ---------------------------------------------------------------------
     def refresh(self) -> bool:

@@ -300,8 +300,14 @@ class Writes:
                     f"recorded source {missing[0]} no longer exists: use `search index PATH...`"
                 )
             return self.index(sources, progress=progress)
-        stored = _Stored((a for d in ids if (a := self._backend.article(d)) is not None), len(ids))
+        stored = _Stored((a for d in ids if (a := self._stored_article(d)) is not None), len(ids))
         return self._add(stored, reset=True, progress=progress, record=sources)
+
+    def _stored_article(self, doc_id: str) -> Article | None:
+        """An article a rebuild reads back: a damaged file is IndexFormatError (the read
+        guard), which :meth:`Engine.rebuild` answers from the recorded sources."""
+        with self._reading():
+            return self._backend.article(doc_id)
 
 
 class _Stored:

@@ -250,3 +250,53 @@ def test_a_huge_unknown_document_id_is_not_echoed_whole(seed_index: Path) -> Non
         assert len(str(got.value)) < 200 and "100000 characters" in str(got.value)
         with pytest.raises(DocumentNotFoundError, match="no document 'nope.txt' in the index"):
             e.get_document("nope.txt")
+
+
+def _scramble_offsets(idx: Path) -> None:
+    """Overwrite part of the live generation's article offsets with garbage (the array's
+    header kept), as a bad disk sector or a stray write would."""
+    gen = (idx / "CURRENT").read_text().strip()
+    target = sorted((idx / gen).glob("seg-*.store.npy"))[0]
+    raw = bytearray(target.read_bytes())
+    raw[200:260] = b"x" * 60
+    target.write_bytes(bytes(raw))
+
+
+def test_scrambled_article_offsets_are_a_damaged_index_not_a_memory_error(
+    index_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Offsets far past the file asked os.pread for exabytes: a MemoryError traceback."""
+    from click.testing import CliRunner
+
+    from search.cli import cli
+
+    monkeypatch.setenv("SEARCH_EMBEDDER", "hash")
+    _scramble_offsets(index_copy)
+    r = CliRunner().invoke(cli, ["ask", "who scored the winner", "--index", str(index_copy)])
+    assert r.exception is None or isinstance(r.exception, SystemExit), r.exception
+    assert r.exit_code == 1, r.output
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: the index is damaged"), r.stderr
+    assert "outside the" in lines[0]
+
+
+def test_reindex_of_a_damaged_index_rebuilds_it_from_the_recorded_sources(
+    index_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`search reindex` read the stored text back and failed on the damage, so the advice
+    was to build again by hand; the index records its sources, so it rebuilds from them and
+    says so."""
+    from click.testing import CliRunner
+
+    from search.cli import cli
+    from search.embed import HashEmbedder
+    from search.engine import Engine
+
+    monkeypatch.setenv("SEARCH_EMBEDDER", "hash")
+    _scramble_offsets(index_copy)
+    r = CliRunner().invoke(cli, ["reindex", "--index", str(index_copy)])
+    assert r.exit_code == 0, r.output
+    assert "the index is damaged: rebuilt from the 1 source(s) it recorded" in r.stderr
+    with Engine.open(index_copy, embedder=HashEmbedder()) as e:
+        assert e.list_documents()[1] == 5
+        assert e.ask("who scored the winner").hits

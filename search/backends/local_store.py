@@ -128,6 +128,7 @@ class Segment:
         try:
             self.offsets = arr(".store.npy")
             self._file = open(f"{base}.store.bin", "rb", buffering=0)  # noqa: SIM115 (closed with the segment)
+            self._size = os.fstat(self._file.fileno()).st_size  # written once, never grows
         except FileNotFoundError:
             if Path(f"{base}.docs.jsonl").exists():
                 raise IndexFormatError(
@@ -179,6 +180,10 @@ class Segment:
 
     # -- reading from disk ---------------------------------------------------------------
     def _read(self, start: int, end: int) -> bytes:
+        # Damaged offsets would ask for any length (a MemoryError, which is not the index's
+        # state): a range outside the file is damage, reported as such by the read guard.
+        if not 0 <= start <= end <= self._size:
+            raise ValueError(f"a stored range {start}:{end} is outside the {self._size}-byte store")
         return os.pread(self._file.fileno(), end - start, start)
 
     def text(self, d: int) -> str:
