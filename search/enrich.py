@@ -20,9 +20,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from importlib import resources
+from numbers import Integral
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -125,3 +126,59 @@ def tag(texts: Sequence[str]) -> list[list[tuple[int, int, str, str]]]:
     for doc in nlp.pipe(texts, batch_size=BATCH):
         out.append([(e.start_char, e.end_char, e.label_, role(e)) for e in doc.ents])
     return out
+
+
+SHAPE = "(start, end, label[, role])"
+
+
+def check_spans(
+    texts: Sequence[str], tagged: Any, ids: Sequence[str] = ()
+) -> list[tuple[list[tuple[int, int, str]], list[str]]]:
+    """What a tagger (:func:`tag`, or an engine's ``tagger=``) gave for ``texts``: per text,
+    its entities ``(start, end, label)`` and their roles (empty when it gave none; a role
+    of None is ""), or ValueError saying in one line what is wrong (the write stops before
+    anything is stored: a span Milvus keeps but cannot read back would break the article).
+    """
+    try:
+        lists = list(tagged)
+    except TypeError:
+        lists = None
+    if lists is None or len(lists) != len(texts):
+        got = "nothing" if lists is None else f"{len(lists)}"
+        raise ValueError(f"the tagger must give one list of spans per text: {got} for {len(texts)} texts")
+    out = []
+    for n, (text, spans) in enumerate(zip(texts, lists)):
+        where = f"the tagger's spans for {ids[n]!r}" if n < len(ids) else f"the tagger's spans for text {n}"
+        if isinstance(spans, (str, bytes)) or not isinstance(spans, Iterable):
+            raise ValueError(f"{where}: expected a list of spans {SHAPE}, got {type(spans).__name__}")
+        ents: list[tuple[int, int, str]] = []
+        roles: list[str] = []
+        for x in spans:
+            ents.append(_span(x, len(text), where))
+            role = x[3] if len(x) > 3 else None
+            if role is not None and not isinstance(role, str):
+                raise ValueError(f"{where}: the role must be a string or None, got {role!r:.60}")
+            roles.append(_checked_text(role or "", "role", where))
+        out.append((ents, roles if any(len(x) > 3 for x in spans) else []))
+    return out
+
+
+def _span(x: Any, n: int, where: str) -> tuple[int, int, str]:
+    if isinstance(x, (str, bytes, Mapping)) or not isinstance(x, Sequence) or len(x) < 3:
+        raise ValueError(f"{where}: each span must be {SHAPE}, got {x!r:.60}")
+    start, end, label = x[0], x[1], x[2]
+    if not all(isinstance(v, Integral) and not isinstance(v, bool) for v in (start, end)):
+        raise ValueError(f"{where}: start and end must be whole numbers, got {x!r:.60}")
+    if not 0 <= start <= end <= n:
+        raise ValueError(f"{where}: a span needs 0 <= start <= end <= {n} (the text's length), got {x!r:.60}")
+    if not isinstance(label, str):
+        raise ValueError(f"{where}: the label must be a string, got {label!r:.60}")
+    return int(start), int(end), _checked_text(label, "label", where)
+
+
+def _checked_text(value: str, what: str, where: str) -> str:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"{where}: the {what} holds a lone surrogate (invalid Unicode)") from None
+    return value

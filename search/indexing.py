@@ -95,6 +95,7 @@ def chunk_and_tag(articles: list[Article], tagger: Any, clock: Clock) -> Prepare
     """Passages, sentence spans and entities of a batch (this thread: pure Python and spaCy)."""
     from .chunk import chunk, segment
     from .engine import CHUNK_OVERLAP, CHUNK_TARGET
+    from .enrich import check_spans
 
     prep = Prepared(articles)
     for a in articles:
@@ -107,10 +108,11 @@ def chunk_and_tag(articles: list[Article], tagger: Any, clock: Clock) -> Prepare
         a.sentences = units
         prep.sentences.append([[(s, e) for s, e in units if s >= p.start and e <= p.end] for p in ps])
     with clock.busy("ner"):
-        for a, ents in zip(articles, tagger([a.text for a in articles])):
-            # (start, end, label) from any tagger, and a role from search.enrich's
-            a.entities = [(x[0], x[1], x[2]) for x in ents]
-            a.roles = [x[3] if len(x) > 3 else "" for x in ents] if any(len(x) > 3 for x in ents) else []
+        texts = [a.text for a in articles]
+        # (start, end, label) from any tagger, and a role from search.enrich's: checked
+        # (ValueError) before anything of the batch is stored
+        for a, (ents, roles) in zip(articles, check_spans(texts, tagger(texts), [a.id for a in articles])):
+            a.entities, a.roles = ents, roles
     return prep
 
 

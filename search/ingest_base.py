@@ -84,6 +84,8 @@ def check_article(a: Article) -> str | None:
     problem = validate_id(a.id)
     if problem:
         return f"bad document id {printable(a.id)!r}: {problem}"
+    if not a.text.strip():  # no passage to cut: the write would fail half-way
+        return "the article has no text (empty or white space only); add the article text"
     for key, v in a.metadata.items():
         if not isinstance(key, str) or value_kind(v) is None:
             return (

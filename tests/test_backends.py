@@ -545,3 +545,13 @@ def test_a_local_ray_that_times_out_at_start_is_started_again(monkeypatch: pytes
     with RayEmbedder("hash", actors=1, cpus_per_actor=1) as emb:
         assert np.array_equal(emb.encode(texts), HashEmbedder().encode(texts))
     assert len(calls) >= 2  # the failed start was followed by another
+
+
+def test_milvus_searches_an_index_never_written(milvus: Engine) -> None:
+    """Hardening: Milvus Lite's BM25 over a collection that never held a row fails
+    ("Invalid sparse row: NaN or Inf value"): an index opened with create=True and
+    searched before its first add answered a MilvusException, where local gives nothing."""
+    for mode in MODES:
+        assert milvus.search("who scored the winner", k=5, mode=mode) == []
+    assert milvus.search("who scored", k=5, mode="hybrid", sort="newest") == []
+    assert milvus.ask("who scored the winner", k=3, facets=True).hits == []

@@ -171,6 +171,15 @@ def test_engine_skips_an_article_with_a_surrogate(hash_engine) -> None:
     assert r.added == ["y"] and len(r.problems) == 1 and "surrogate" in r.problems[0]
 
 
+@pytest.mark.parametrize("text", ["", "   ", "\n\t", "\u3000\u2028"])
+def test_engine_skips_an_article_with_no_text(hash_engine, text: str) -> None:
+    """Hardening: white space only was a ValueError traceback from the local write (and
+    a document with no passage on Milvus); it costs only itself, as in JSONL."""
+    r = hash_engine.add([Article(id="x", title="T", text=text), Article(id="y", title="Y", text=GOOD)])
+    assert r.added == ["y"] and len(r.problems) == 1 and "x: the article has no text" in r.problems[0]
+    assert [h.passage.doc_id for h in hash_engine.search("Lampard", k=3)] == ["y"]
+
+
 def _stuck_index(tmp_path: Path) -> Path:
     """An index as a writer killed between renaming gen-N into place and switching CURRENT leaves it."""
     path = tmp_path / "idx"

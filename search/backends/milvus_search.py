@@ -41,6 +41,8 @@ class MilvusSearch(MilvusReads):
     ) -> list[tuple[str, float]]:
         if not isinstance(k, int) or k < 1:
             raise ValueError("k must be a positive whole number")
+        if field == "sparse" and not self._passages_counted():
+            return []  # Lite's BM25 over a collection that never held a row: "NaN or Inf value"
         params: dict[str, Any] = {"metric_type": metric}
         if field == "dense" and self.index_type == "HNSW":
             params["params"] = {"ef": max(64, k)}
@@ -56,6 +58,10 @@ class MilvusSearch(MilvusReads):
         hits = list(res[0]) if res else []
         self._remember(hits)
         return [(h["id"], float(h["distance"])) for h in hits]
+
+    def _passages_counted(self) -> int:
+        """The passages the manifest counts (0: nothing to search, nothing to fail on)."""
+        return int(self.manifest().get("counts", {}).get("passages", 0))
 
     def lexical(
         self, terms: Sequence[str], k: int, question: str | None = None, filter: Any = None
@@ -236,6 +242,8 @@ class MilvusSearch(MilvusReads):
         if self.index_type == "HNSW":
             dense_params["params"] = {"ef": max(64, n)}
         text = lexical_text(question, [])
+        if not self._passages_counted():
+            return []
         reqs = [
             AnnSearchRequest([text], "sparse", {"metric_type": "BM25"}, n, expr=expr),
             AnnSearchRequest([v.tolist()], "dense", dense_params, n, expr=expr),
