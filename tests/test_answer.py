@@ -743,3 +743,26 @@ def test_the_values_an_alternative_question_offers_are_candidates() -> None:
     ]
     assert candidate_texts("Was Fernandez's equaliser a header or a shot from distance?", arts) == {"header"}
     assert analyse("who scored the winner").options == frozenset()
+
+
+def test_a_weekday_does_not_contradict_a_calendar_date() -> None:
+    """ "On Tuesday" and "on 26 October" may be one day: only values of one form (both or
+    neither naming a weekday, the table's ``weekday``) contradict; Tuesday against
+    Wednesday still does."""
+
+    def conflicts(texts: list[tuple[str, str]]) -> list[str]:
+        arts = [
+            article(
+                f"{n}.txt",
+                f"Millwall played Liverpool in the Carling Cup {when}.",
+                [("Millwall", "ORG"), ("Liverpool", "ORG"), ("Carling Cup", "EVENT"), (day, "DATE")],
+                source=f"Outlet {n}",
+            )
+            for n, (when, day) in enumerate(texts)
+        ]
+        return [c.text for c in ask("When did Millwall play Liverpool in the Carling Cup?", arts).conflicts]
+
+    one_day = [("on 26 October", "26 October"), ("on 26 October", "26 October"), ("on Tuesday", "Tuesday")]
+    assert conflicts(one_day) == []
+    two_days = [("on Tuesday", "Tuesday"), ("on Tuesday", "Tuesday"), ("on Wednesday", "Wednesday")]
+    assert conflicts(two_days) == ["Wednesday"]

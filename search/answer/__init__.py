@@ -209,12 +209,18 @@ def _plain(q: QuestionInfo, level: str | None, c: Any, votes: dict[str, list[str
     return fit >= CONFLICT_FIT
 
 
-def _form(c: Any, votes: dict[str, list[str]]) -> tuple[str, bool]:
-    """What a value must share with the reference to contradict it: its label family, and
-    whether it counts from stoppage time."""
+def _form(c: Any, votes: dict[str, list[str]]) -> tuple[str, bool, bool]:
+    """What a value must share with the reference to contradict it: its label family,
+    whether it counts from stoppage time, and whether it names a weekday (the table's
+    ``weekday``: "Tuesday" and "26 October" may be the same day)."""
     label = voted_label(votes, c.text, c.label)
     family = table().get("label_family", {}).get(label, label)
-    return family, bool(re.search(table().get("stoppage", "$^"), c.text, re.I))
+    t = table()
+    return (
+        family,
+        bool(re.search(t.get("stoppage", "$^"), c.text, re.I)),
+        bool(re.search(t.get("weekday", "$^"), c.text, re.I)),
+    )
 
 
 def _level_conflicts(
