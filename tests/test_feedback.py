@@ -153,7 +153,11 @@ def test_weighted_text_sends_weights_as_repeats() -> None:
     assert scale == EXTRA_SCALE
     counts = Counter(text.split())
     # typed terms count their repeats, extras add their weight (as LexicalIndex._query)
-    assert counts == {"goal": 2 * EXTRA_SCALE, "net": round(1.25 * EXTRA_SCALE), "post": 123}
+    assert counts == {
+        "goal": 2 * EXTRA_SCALE,
+        "net": round(1.25 * EXTRA_SCALE),
+        "post": round(0.1234 * EXTRA_SCALE),
+    }
     # from the question when no terms are given; a weight that cuts a term to nothing drops it
     text, _ = weighted_text("Goals", [], {analyze("goals")[0]: -1.0, "net": 0.5})
     assert Counter(text.split()) == {"net": EXTRA_SCALE // 2}

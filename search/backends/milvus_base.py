@@ -42,10 +42,11 @@ PASSAGE_CACHE = 50_000
 ARTICLE_CACHE = 2_000
 #: How finely a weighted BM25 query is sent (:func:`weighted_text`): Milvus weighs a query
 #: term by how often the text repeats it (linearly: tested), so a term of weight ``w`` goes
-#: ``round(w * EXTRA_SCALE)`` times and the scores come back divided by EXTRA_SCALE. 1,000
-#: rounds a weight to 0.001 of a typed term's; a ten-word question is then ~64 kB of text,
-#: which Milvus Lite scores in ~2 ms (against ~1 ms unweighted).
-EXTRA_SCALE = 1_000
+#: ``round(w * EXTRA_SCALE)`` times and the scores come back divided by EXTRA_SCALE. 100
+#: rounds a weight to 0.01 of a typed term's: on the SciFact subset (1,653 documents, 300
+#: claims) Milvus nDCG@10 0.8223 and overlap@10 with local 0.984, as at 1,000 (0.8210,
+#: 0.984), with a tenth of the text (a 2,000-character question sent ~5 MB at 1,000).
+EXTRA_SCALE = 100
 RRF_K = 60  # Cormack et al.'s constant, the same default as the engine's own RRF
 FILTER_FIELDS = ("doc_id", "source", "title", "url", "published")
 PASSAGE_FIELDS = ["doc_id", "start", "end", "text", "sents"]
@@ -129,7 +130,7 @@ def weighted_text(
     Without ``extra`` it is :func:`lexical_text` and 1. With them every weight is sent as
     repeats (``round(weight * EXTRA_SCALE)`` copies; a weight that rounds to nothing or
     less is left out) and the scores are ``EXTRA_SCALE`` times the weighted query's:
-    terms ``["goal", "goal"]`` with ``{"net": 0.3}`` send "goal" 2,000 times, "net" 300.
+    terms ``["goal", "goal"]`` with ``{"net": 0.3}`` send "goal" 200 times, "net" 30.
     """
     if not extra:
         return lexical_text(question, terms), 1.0
