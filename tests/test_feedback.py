@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from test_lexical import build
 
 from search import lexical as lx
 from search.backends.local_snapshot import Snapshot
@@ -47,17 +48,14 @@ def test_terms_come_from_the_scored_head_without_the_question() -> None:
 
 
 def _lexical(path: Path) -> lx.LexicalIndex:
-    docs = {
-        "a#0": "Lautaro Martinez headed home the winner in stoppage time.",
-        "b#0": "Enzo Fernandez equalised in the 85th minute.",
-        "c#0": "The winner came in the 90th minute from Martinez.",
-    }
-    lx.create(path)
-    w = lx.LexicalWriter(path)
-    for pid, text in docs.items():
-        w.add(pid, pid.split("#")[0], " ".join(analyze(text)))
-    w.commit()
-    return lx.LexicalIndex(path)
+    return build(
+        path,
+        {
+            "a#0": "Lautaro Martinez headed home the winner in stoppage time.",
+            "b#0": "Enzo Fernandez equalised in the 85th minute.",
+            "c#0": "The winner came in the 90th minute from Martinez.",
+        },
+    )
 
 
 def test_extra_terms_weigh_as_typed_terms_scaled(tmp_path: Path) -> None:
