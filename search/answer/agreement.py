@@ -138,13 +138,14 @@ def idf_of(sents: list[Sent]) -> dict[str, float]:
 
 def same_event(
     top: Cluster, sents: list[Sent], idf: dict[str, float] | None = None
-) -> Callable[[Sent], bool]:
-    """Whether a sentence describes the event the winning sentences describe."""
+) -> Callable[..., float]:
+    """How much a sentence describes the event the winning sentences describe: the share of
+    its own weight (the value's words aside) that their terms state."""
     idf = idf if idf is not None else idf_of(sents)
     ctx = context(top, idf)
     own = set(_keys_of(top.key))
 
-    def same(s: Sent, value: str | None = None) -> bool:
+    def event(s: Sent, value: str | None = None) -> float:
         """``value``: judge by the words around it in ``s`` rather than all of ``s``."""
         keys = s.keys
         i = s.text.find(value) if value else -1
@@ -152,9 +153,9 @@ def same_event(
             lo = s.text.rfind(" ", 0, max(0, i - NEAR_CHARS)) + 1
             hi = s.text.find(" ", min(len(s.text), i + len(value) + NEAR_CHARS))
             keys = keyset(s.text[lo : hi if hi >= 0 else len(s.text)])
-        return _overlap(keys, ctx, idf, own) >= SAME_EVENT
+        return _overlap(keys, ctx, idf, own)
 
-    return same
+    return event
 
 
 def context(cl: Cluster, idf: dict[str, float]) -> dict[str, float]:
