@@ -136,9 +136,7 @@ def idf_of(sents: list[Sent]) -> dict[str, float]:
     return {k: math.log(1 + n / (1 + d)) for k, d in df.items()}
 
 
-def same_event(
-    top: Cluster, sents: list[Sent], idf: dict[str, float] | None = None
-) -> Callable[..., float]:
+def same_event(top: Cluster, sents: list[Sent], idf: dict[str, float] | None = None) -> Callable[..., float]:
     """How much a sentence describes the event the winning sentences describe: the share of
     its own weight (the value's words aside) that their terms state."""
     idf = idf if idf is not None else idf_of(sents)
