@@ -555,3 +555,21 @@ def test_milvus_searches_an_index_never_written(milvus: Engine) -> None:
         assert milvus.search("who scored the winner", k=5, mode=mode) == []
     assert milvus.search("who scored", k=5, mode="hybrid", sort="newest") == []
     assert milvus.ask("who scored the winner", k=3, facets=True).hits == []
+
+
+def test_both_backends_measure_the_football_share_alike(tmp_path: Path) -> None:
+    """vocab.is_football reads only idf, less an absent word's: Milvus counts it as the local
+    backend does, and ten passages of science are not football on either."""
+    from search import vocab
+
+    shares = {}
+    for b in BACKENDS:
+        e = _open(b, tmp_path / b)
+        try:
+            e.add(SCIENCE)
+            view = e._backend.reader()
+            shares[b] = vocab.football_share(view.idf)
+            assert not e._is_football(view)
+        finally:
+            e.close()
+    assert shares["local"] == pytest.approx(shares["milvus"], abs=1e-9)

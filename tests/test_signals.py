@@ -7,6 +7,7 @@ import json
 import math
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 from whoosh.util.numeric import byte_to_length, length_to_byte
@@ -222,6 +223,31 @@ def test_the_football_vocabulary_switches_off_for_other_corpora(hash_engine: Eng
     # forced (for measurements): the engine attribute wins over the statistic
     hash_engine.football = True
     assert hash_engine._is_football(view)
+
+
+def test_other_sports_and_tiny_corpora_are_not_football() -> None:
+    """Rugby reports say goal, scored, penalty, referee and match as often as football ones;
+    only football's own words count. A corpus too small for the idf smoothing to vanish is
+    judged on the words it holds, not on the smoothing."""
+    from search import vocab
+
+    def idf_of(passages: list[str]) -> Any:
+        n = len(passages)
+        sets = [set(analyze(p)) for p in passages]
+        return lambda t: math.log((n + 1) / (sum(t in s for s in sets) + 0.5))
+
+    rugby = [
+        f"The referee awarded a penalty and the fly-half scored a drop goal in match {i}." for i in range(40)
+    ]
+    football = [
+        f"The striker and the midfielder beat the goalkeeper in stoppage time, game {i}." for i in range(40)
+    ]
+    science = [f"Cells treated with compound {i} showed lower expression." for i in range(8)]
+    assert not vocab.is_football(idf_of(rugby))
+    assert vocab.is_football(idf_of(football))
+    assert vocab.football_share(idf_of(science)) == pytest.approx(0.0, abs=1e-9)
+    assert not vocab.is_football(idf_of(science))
+    assert vocab.is_football(idf_of(football + rugby * 3))  # a quarter of it football
 
 
 def test_the_document_signal_needs_enough_documents() -> None:
