@@ -5,7 +5,8 @@ same models' outputs, remembered by the SHA-1 of each text in a work folder:
 
 * ``embed-<model>.keys.npy`` (``S20`` digests) and ``embed-<model>.vecs.npy`` (float32,
   as the model returned them): passages (headline + text) and sentences alike;
-* ``ner.jsonl``: one ``{"k": digest, "e": [[start, end, label], ...]}`` line per text.
+* ``ner-roles.jsonl``: one ``{"k": digest, "e": [[start, end, label, role], ...]}`` line per
+  text (``search.enrich.tag``'s spans; an older ``ner.jsonl`` without roles is not read).
 
 Nothing else changes: an index built through the caches is the index the models would
 build (the vectors are the model's own float32 rows, the spans the tagger's).
@@ -92,6 +93,12 @@ class CachedEmbedder:
             os.replace(tmp, path)
 
 
+def _span(e: Sequence[Any]) -> tuple[int, int, str, str]:
+    """A tagged span as search.enrich.tag gives it: start, end, label and role."""
+    a, b, label, role = e
+    return int(a), int(b), str(label), str(role)
+
+
 class CachedTagger:
     """The NER stage's tagger, each distinct text tagged once per work folder.
 
@@ -100,14 +107,14 @@ class CachedTagger:
 
     def __init__(
         self,
-        inner: Callable[[Sequence[str]], list[list[tuple[int, int, str]]]],
+        inner: Callable[[Sequence[str]], list[list[tuple[int, int, str, str]]]],
         folder: Path,
         progress: Callable[[int], Any] | None = None,
     ):
         self.inner = inner
         self.progress = progress
-        self.path = folder / "ner.jsonl"
-        self._spans: dict[bytes, list[tuple[int, int, str]]] = {}
+        self.path = folder / "ner-roles.jsonl"
+        self._spans: dict[bytes, list[tuple[int, int, str, str]]] = {}
         if self.path.exists():
             with open(self.path, encoding="utf-8") as f:
                 for line in f:
@@ -115,9 +122,9 @@ class CachedTagger:
                         r = json.loads(line)
                     except json.JSONDecodeError:  # a run killed mid-line: that text is tagged again
                         continue
-                    self._spans[bytes.fromhex(r["k"])] = [(int(a), int(b), str(c)) for a, b, c in r["e"]]
+                    self._spans[bytes.fromhex(r["k"])] = [_span(e) for e in r["e"]]
 
-    def __call__(self, texts: Sequence[str]) -> list[list[tuple[int, int, str]]]:
+    def __call__(self, texts: Sequence[str]) -> list[list[tuple[int, int, str, str]]]:
         keys = [digest(t) for t in texts]
         todo = list(dict.fromkeys(k for k in keys if k not in self._spans))
         if todo:
@@ -127,7 +134,7 @@ class CachedTagger:
                 tagged = self.inner([texts[first[k]] for k in part])
                 with open(self.path, "a", encoding="utf-8") as f:
                     for k, ents in zip(part, tagged):
-                        self._spans[k] = [(int(a), int(b), str(c)) for a, b, c in ents]
+                        self._spans[k] = [_span(e) for e in ents]
                         f.write(json.dumps({"k": k.hex(), "e": self._spans[k]}) + "\n")
                 if self.progress:
                     self.progress(len(part))
