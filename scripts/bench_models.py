@@ -25,7 +25,7 @@ def table_paths(work: Path) -> dict[str, Path]:
     return {
         "sentences": work / "bbc-sentences.json",
         "vectors": work / "bbc-sentence-vectors.npy",
-        "entities": work / "bbc-sentence-entities.json",
+        "entities": work / "bbc-sentence-entities-roles.json",  # spans with roles
     }
 
 
@@ -49,7 +49,7 @@ def make_table(records: list[dict[str, Any]], work: Path, tick: Callable[[str, i
         tick("encode BBC sentences (once)", done, len(texts))
 
     vecs = emb.encode(texts, progress=step)
-    ents: list[list[tuple[int, int, str]]] = []
+    ents: list[list[tuple[int, int, str, str]]] = []
     for b in range(0, len(texts), 500):
         ents += tag(texts[b : b + 500])
         tick("tag BBC sentences (once)", min(b + 500, len(texts)), len(texts))
@@ -151,12 +151,12 @@ class ReplayTagger:
     def __init__(self, table: SentenceTable) -> None:
         self.table = table
 
-    def __call__(self, texts: Sequence[str]) -> list[list[tuple[int, int, str]]]:
+    def __call__(self, texts: Sequence[str]) -> list[list[tuple[Any, ...]]]:
         out = []
         for t in texts:
-            ents = []
-            for at, i in self.table.spans(t):
-                ents += [(at + s, at + e, label) for s, e, label in self.table.entities[i]]
+            ents: list[tuple[Any, ...]] = []
+            for at, i in self.table.spans(t):  # (start, end, label, role), as search.enrich.tag
+                ents += [(at + s, at + e, *rest) for s, e, *rest in self.table.entities[i]]
             out.append(ents)
         return out
 

@@ -215,14 +215,14 @@ def test_replayed_vectors_are_the_mean_of_the_known_sentences(tmp_path: Path) ->
     p = M.table_paths(tmp_path)
     p["sentences"].write_text(json.dumps(sents))
     np.save(p["vectors"], vecs)
-    p["entities"].write_text(json.dumps([[[4, 11, "ROLE"]], []]))
+    p["entities"].write_text(json.dumps([[[4, 11, "ROLE", "nsubj score"]], []]))  # as enrich.tag
     table = M.SentenceTable(tmp_path)
     text = "Headline\n" + sents[1] + " " + sents[0]
     assert [i for _, i in table.spans(text)] == [1, 0]
     v = M.ReplayEmbedder(table).encode([text])[0]
     assert np.allclose(v[:2], [2**-0.5, 2**-0.5]) and np.isclose(np.linalg.norm(v), 1.0)
     at = text.index(sents[0])
-    assert M.ReplayTagger(table)([text]) == [[(at + 4, at + 11, "ROLE")]]
+    assert M.ReplayTagger(table)([text]) == [[(at + 4, at + 11, "ROLE", "nsubj score")]]
 
 
 # ----------------------------------------------------------------------------- no half index
