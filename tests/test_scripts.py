@@ -1,0 +1,31 @@
+"""The measuring scripts run from a fresh work folder and at their smallest sizes."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
+sys.path.insert(0, str(SCRIPTS))
+
+
+def test_ann_choice_makes_a_work_folder_that_does_not_exist(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import ann_choice
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((200, 16)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    q = x[:8] + 0.1 * rng.standard_normal((8, 16)).astype(np.float32)
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    # The real vectors (~102k MiniLM encodes) are not what this checks.
+    monkeypatch.setattr(ann_choice, "real_set", lambda data, cache: (x, np.arange(200) // 4, q))
+    work = tmp_path / "fresh" / "work"
+    monkeypatch.setattr(sys, "argv", ["ann_choice.py", "--work", str(work), "--only", "flat"])
+    ann_choice.main()
+    assert "exact (numpy over the stored rows)" in capsys.readouterr().out
+    assert work.is_dir() and not any(work.iterdir())  # its temp dir is gone again
