@@ -29,3 +29,34 @@ def test_ann_choice_makes_a_work_folder_that_does_not_exist(
     ann_choice.main()
     assert "exact (numpy over the stored rows)" in capsys.readouterr().out
     assert work.is_dir() and not any(work.iterdir())  # its temp dir is gone again
+
+
+def test_scale_store_measures_a_store_of_fewer_than_2000_articles(tmp_path: Path) -> None:
+    """--what store on a small corpus: the open step looked up a sample of 2,000 ids."""
+    import json
+    import os
+    import subprocess
+
+    data = tmp_path / "shared" / "data" / "bbcsport"
+    data.mkdir(parents=True)
+    recs = [
+        {
+            "id": f"football/{i:03d}",
+            "category": "football",
+            "title": f"Headline number {i}",
+            "text": f"The striker scored in minute {i}. The keeper saved twice.\n\nThe crowd sang {i} songs.",
+        }
+        for i in range(10)
+    ]
+    (data / "bbcsport.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    work = tmp_path / "work"
+    r = subprocess.run(
+        [sys.executable, str(SCRIPTS / "scale_store.py"), "--articles", "20", "--work", str(work)]
+        + ["--data", str(tmp_path / "shared"), "--what", "corpus,store-no-ann"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(SCRIPTS.parent)},
+    )
+    assert r.returncode == 0, r.stderr
+    opened = json.loads(r.stdout.strip().splitlines()[-1])["store"]["open"]
+    assert opened["docs"] == 20
