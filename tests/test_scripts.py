@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -60,3 +61,24 @@ def test_scale_store_measures_a_store_of_fewer_than_2000_articles(tmp_path: Path
     assert r.returncode == 0, r.stderr
     opened = json.loads(r.stdout.strip().splitlines()[-1])["store"]["open"]
     assert opened["docs"] == 20
+
+
+@pytest.mark.integration
+def test_hostile_kills_expect_reindex_to_keep_the_articles_the_index_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """reindex rebuilds the stored articles, not the sources: a killed reindex followed by
+    another must leave the articles the index held (the campaign counted that a failure)."""
+    import hostile
+    import killing
+
+    real = killing.campaign
+
+    def only_reindex(**kw: Any) -> killing.Outcome:
+        return real(**kw) if kw["name"] == "reindex" else killing.Outcome()
+
+    monkeypatch.setattr(killing, "campaign", only_reindex)
+    stats: dict[str, Any] = dict.fromkeys(["kills", "kills_old_state", "kills_new_state", "kill_failures"], 0)
+    hostile.kills_part(tmp_path, 1, stats)
+    assert stats["kills"] == 1
+    assert stats["kill_failures"] == 0, stats["kill_failure_examples"]
