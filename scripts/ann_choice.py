@@ -290,6 +290,8 @@ def main() -> None:
     )
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
+    if a.work is not None:
+        a.work.mkdir(parents=True, exist_ok=True)  # the temp dirs below go inside it
     print(machine(), flush=True)
     x, groups, q = real_set(a.data, a.cache)
     if a.scale:

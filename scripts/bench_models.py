@@ -41,6 +41,7 @@ def make_table(records: list[dict[str, Any]], work: Path, tick: Callable[[str, i
         if paths["vectors"].exists() and paths["entities"].exists():
             return
     emb = get_embedder("auto")
+    work.mkdir(parents=True, exist_ok=True)  # bench_build.py table --work W: W may be new
     done = 0
 
     def step(n: int) -> None:

@@ -351,7 +351,7 @@ t = time.perf_counter()
 table = Table(out); seg = Segment(out, "seg-merged")
 open_s = time.perf_counter() - t
 opened = rss()
-ids = [table.id(i) for i in random.Random(1).sample(range(table.n), 2000)]
+ids = [table.id(i) for i in random.Random(1).sample(range(table.n), min(2000, table.n))]
 t = time.perf_counter()
 for d in ids:
     i = table.find(d); seg.text(int(table.loc[i, ORD])); seg.record(int(table.loc[i, ORD]))
@@ -359,7 +359,7 @@ look_ms = (time.perf_counter() - t) / len(ids) * 1000
 t = time.perf_counter()
 for d in ids[:500]:
     seg.article(int(table.loc[table.find(d), ORD]))
-art_ms = (time.perf_counter() - t) / 500 * 1000
+art_ms = (time.perf_counter() - t) / len(ids[:500]) * 1000
 print(json.dumps({"open_s": open_s, "rss_open_delta_mb": opened - base, "lookup_text_record_ms": look_ms,
                   "article_ms": art_ms, "rss_after_mb_delta": rss() - base, "docs": table.n, "rows": seg.rows}))
 """

@@ -225,6 +225,21 @@ def test_replayed_vectors_are_the_mean_of_the_known_sentences(tmp_path: Path) ->
     assert M.ReplayTagger(table)([text]) == [[(at + 4, at + 11, "ROLE", "nsubj score")]]
 
 
+def test_the_replay_table_is_made_in_a_work_folder_that_does_not_exist_yet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """bench_build.py table --work W with a new W: the models' work must not be lost."""
+    from search.embed import HashEmbedder
+
+    monkeypatch.setattr("search.embed.get_embedder", lambda name: HashEmbedder())
+    monkeypatch.setattr("search.enrich.tag", lambda texts: [[(0, 3, "ORG", "")] for _ in texts])
+    records = [{"id": "f/1", "title": "Head", "text": "The striker scored twice. Rain stopped play."}]
+    work = tmp_path / "new" / "work"
+    M.make_table(records, work, lambda *a: None)
+    table = M.SentenceTable(work)
+    assert table.texts and len(table.vectors) == len(table.texts) == len(table.entities)
+
+
 # ----------------------------------------------------------------------------- no half index
 
 

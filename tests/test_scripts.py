@@ -1,0 +1,84 @@
+"""The measuring scripts run from a fresh work folder and at their smallest sizes."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
+sys.path.insert(0, str(SCRIPTS))
+
+
+def test_ann_choice_makes_a_work_folder_that_does_not_exist(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import ann_choice
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((200, 16)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    q = x[:8] + 0.1 * rng.standard_normal((8, 16)).astype(np.float32)
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    # The real vectors (~102k MiniLM encodes) are not what this checks.
+    monkeypatch.setattr(ann_choice, "real_set", lambda data, cache: (x, np.arange(200) // 4, q))
+    work = tmp_path / "fresh" / "work"
+    monkeypatch.setattr(sys, "argv", ["ann_choice.py", "--work", str(work), "--only", "flat"])
+    ann_choice.main()
+    assert "exact (numpy over the stored rows)" in capsys.readouterr().out
+    assert work.is_dir() and not any(work.iterdir())  # its temp dir is gone again
+
+
+def test_scale_store_measures_a_store_of_fewer_than_2000_articles(tmp_path: Path) -> None:
+    """--what store on a small corpus: the open step looked up a sample of 2,000 ids."""
+    import json
+    import os
+    import subprocess
+
+    data = tmp_path / "shared" / "data" / "bbcsport"
+    data.mkdir(parents=True)
+    recs = [
+        {
+            "id": f"football/{i:03d}",
+            "category": "football",
+            "title": f"Headline number {i}",
+            "text": f"The striker scored in minute {i}. The keeper saved twice.\n\nThe crowd sang {i} songs.",
+        }
+        for i in range(10)
+    ]
+    (data / "bbcsport.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    work = tmp_path / "work"
+    r = subprocess.run(
+        [sys.executable, str(SCRIPTS / "scale_store.py"), "--articles", "20", "--work", str(work)]
+        + ["--data", str(tmp_path / "shared"), "--what", "corpus,store-no-ann"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(SCRIPTS.parent)},
+    )
+    assert r.returncode == 0, r.stderr
+    opened = json.loads(r.stdout.strip().splitlines()[-1])["store"]["open"]
+    assert opened["docs"] == 20
+
+
+@pytest.mark.integration
+def test_hostile_kills_expect_reindex_to_keep_the_articles_the_index_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """reindex rebuilds the stored articles, not the sources: a killed reindex followed by
+    another must leave the articles the index held (the campaign counted that a failure)."""
+    import hostile
+    import killing
+
+    real = killing.campaign
+
+    def only_reindex(**kw: Any) -> killing.Outcome:
+        return real(**kw) if kw["name"] == "reindex" else killing.Outcome()
+
+    monkeypatch.setattr(killing, "campaign", only_reindex)
+    stats: dict[str, Any] = dict.fromkeys(["kills", "kills_old_state", "kills_new_state", "kill_failures"], 0)
+    hostile.kills_part(tmp_path, 1, stats)
+    assert stats["kills"] == 1
+    assert stats["kill_failures"] == 0, stats["kill_failure_examples"]
