@@ -11,40 +11,38 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from .backends import Backend, DocRecord
-from .errors import DocumentNotFoundError, IndexFormatError, IndexMissingError, QueryError
-from .facets import Facets
-from .filters import Filters
-from .fusion import CONVEX_ALPHA, DEFAULT_FUSION, RRF_K, Fusion, Mode
-from .ordering import DEFAULT_HALF_LIFE_DAYS, Sort
-from .retrieve import MAX_K, Query, Retrieves
-from .text import has_searchable_text, query_terms
-from .types import Answer, Article, Hit, Passage
-from .vocab import expand
+from .asking import ANSWER_DEPTH, Asks
+from .backends import Backend
+from .documents import Documents
+from .errors import IndexFormatError, IndexMissingError, QueryError
+from .fusion import CONVEX_ALPHA, DEFAULT_FUSION, RRF_K, Fusion
+from .ordering import DEFAULT_HALF_LIFE_DAYS
+from .retrieve import MAX_K, Query
+from .text import has_searchable_text
+from .types import Hit
 from .writing import WriteReport, Writes
 
 log = logging.getLogger(__name__)
+
+# Kept importable from here, where they were before the read path split into modules.
+__all__ = ["ANSWER_DEPTH", "MAX_K", "Engine", "dense_text", "default_index_path"]
 
 DEFAULT_INDEX = "index"
 MAX_QUESTION_CHARS = 2000
 CHUNK_TARGET = 700
 CHUNK_OVERLAP = 1
 CHUNK_VERSION = 2  # bump whenever search.chunk changes what passages it makes
-# How many passages the answer module reads: five outlets' worth of evidence, so a
-# lone dissenting outlet ranked below the shown passages still counts as a conflict.
-ANSWER_DEPTH = 20
 
 
 def default_index_path() -> Path:
     return Path(os.environ.get("SEARCH_INDEX", DEFAULT_INDEX))
 
 
-class Engine(Writes, Retrieves):
+class Engine(Writes, Asks, Documents):
     """Index articles and answer questions with cited passages.
 
     Use :meth:`open` (or the constructor) and close it, or use it as a context manager.
@@ -324,216 +322,6 @@ class Engine(Writes, Retrieves):
         """
         opts = Query(filters, sort, offset, half_life)
         return self._search(question, k, mode, collapse, opts)[0]
-
-    def fields(self) -> dict[str, str]:
-        """The fields this index can filter on, and their kinds (text, number, bool, strings, date)."""
-        from .filters import BUILTIN
-
-        with self._reading():
-            return {**BUILTIN, **self._backend.reader().fields()}
-
-    def check_filters(self, filters: Any) -> Filters:
-        """``filters`` parsed and checked against this index's fields, or :class:`FilterError`."""
-        f = Filters.of(filters)
-        if not f:
-            return f
-        with self._reading():
-            kinds = self._backend.reader().fields()
-        return f.check(kinds)
-
-    def facets(self, question: str, filters: Any = None, mode: str = "hybrid") -> Facets:
-        """Facet counts over every passage matching ``question`` and ``filters`` (:mod:`search.facets`)."""
-        q = self.check_question(question)
-        m = Mode.from_str(mode)
-        with self._reading():
-            view = self._backend.reader()
-            flt = Filters.of(filters).check(view.fields())
-            return self._facets(view, q, flt, m)
-
-    def _facets(self, view: Any, q: str, flt: Filters, m: Mode) -> Facets:
-        terms = query_terms(q)
-        expansions = expand(terms) if self._is_football(view) else []
-        return view.facets(terms, expansions, flt or None, words=m is not Mode.DENSE, question=q)
-
-    def ask(
-        self,
-        question: str,
-        k: int = 5,
-        mode: str = "hybrid",
-        answer: bool = True,
-        collapse: bool | None = None,
-        *,
-        filters: Any = None,
-        sort: str = "relevance",
-        offset: int = 0,
-        half_life: float = DEFAULT_HALF_LIFE_DAYS,
-        facets: bool = False,
-    ) -> Answer:
-        """Search, then (with ``answer``) extract a short answer with its supporting sentences.
-
-        The answer reads the top :data:`ANSWER_DEPTH` passages, so that outlets which
-        rank lower still vote and can show a conflict; the result holds the top ``k``
-        passages plus any deeper passage the answer cites (with its own rank number).
-        ``filters``, ``sort``, ``offset`` and ``half_life`` are :meth:`search`'s; with
-        ``facets`` the result carries counts over every matching passage
-        (:mod:`search.facets`), counted without the filters when nothing passes them. The
-        faces (CLI, HTTP, MCP, the page) ask for them; a Python caller opts in, since
-        counting every match costs more than the answer at scale (about 6 ms at 100k
-        passages and 22 ms at 1M, against 16 ms for the whole ask without them).
-        """
-        t0 = time.perf_counter()
-        opts = Query(filters, sort, offset, half_life)
-        depth = max(k, ANSWER_DEPTH) if answer else k
-        # A bad argument is the caller's mistake, told before any read of the index.
-        self._check_args(question, min(depth, MAX_K), mode, opts)
-        with self._reading():
-            return self._ask(question, k, mode, answer, collapse, opts, facets, t0)
-
-    def _ask(
-        self,
-        question: str,
-        k: int,
-        mode: str,
-        answer: bool,
-        collapse: bool | None,
-        opts: Query,
-        facets: bool,
-        t0: float,
-    ) -> Answer:
-        filters, sort, offset, half_life = opts.filters, opts.sort, opts.offset, opts.half_life
-        depth = max(k, ANSWER_DEPTH) if answer else k
-        view = self._backend.reader()
-        flt = Filters.of(filters).check(view.fields())
-        opts = Query(flt, sort, offset, half_life)
-        hits, vec = self._search(question, min(depth, MAX_K), mode, collapse, opts)
-        block = None
-        if answer:
-            from .answer import build_answer
-
-            # In bm25 mode no model is loaded (vec is None): the answer weighs words only.
-            block = build_answer(question.strip(), hits, _Pinned(self, view), vec)
-            block.notice = block.notice or self.entity_notice()
-            if Sort.from_str(sort) is Sort.RELEVANCE:
-                from .answer.lead import lead
-
-                hits = lead(hits, block)
-        shown = hits[:k]
-        if block is not None:
-            cited = {s.passage_rank for s in block.sentences}
-            cited |= {s.passage_rank for c in block.conflicts for s in c.sentences}
-            shown += [h for h in hits[k:] if h.rank in cited]
-        counts = None
-        if facets:
-            m = Mode.from_str(mode)
-            counts = self._facets(view, question.strip(), flt, m)
-            if not hits and flt:
-                counts = self._facets(view, question.strip(), Filters(), m)
-                counts.unfiltered = True
-        took = (time.perf_counter() - t0) * 1000
-        return Answer(
-            question=question.strip(),
-            mode=Mode.from_str(mode).value,
-            took_ms=took,
-            hits=shown,
-            answer=block,
-            facets=counts,
-            filters=flt.to_dict() if flt else None,
-            sort=Sort.from_str(sort).value,
-            offset=offset,
-        )
-
-    # -- documents -------------------------------------------------------------------
-    def get_document(self, doc_id: str) -> Article:
-        with self._reading():
-            self._backend.refresh()
-            return _found(self._backend.article(doc_id), doc_id)
-
-    def document_record(self, doc_id: str) -> DocRecord:
-        with self._reading():
-            return _found(self._backend.doc(doc_id), doc_id)
-
-    def documents(self) -> list[DocRecord]:
-        with self._reading():
-            self._backend.refresh()
-            return sorted(self._backend.docs(), key=lambda d: d.id)
-
-    def list_documents(
-        self, offset: int = 0, limit: int | None = None, filters: Any = None
-    ) -> tuple[list[DocRecord], int]:
-        """One page of the documents (by id) that pass ``filters``, and how many pass in all."""
-        if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
-            raise QueryError("offset must be a whole number, 0 or more")
-        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
-            raise QueryError("limit must be a whole number, 1 or more")
-        flt = self.check_filters(filters)
-        docs = self.documents()
-        if flt:
-            with self._reading():  # a record's metadata is read as it is matched
-                docs = [d for d in docs if flt.matches(d.source, d.published_ts, d.metadata or {})]
-        end = None if limit is None else offset + limit
-        return docs[offset:end], len(docs)
-
-    def passages_of(self, doc_id: str) -> list[Passage]:
-        with self._reading():
-            return self._backend.passages_of(doc_id)
-
-    def stats(self) -> dict[str, Any]:
-        with self._reading():
-            self._backend.refresh()
-            st = self._backend.stats()
-        note = self.entity_notice()
-        if note:
-            st["notice"] = note
-        return st
-
-    def manifest(self) -> dict[str, Any]:
-        with self._reading():
-            return self._backend.manifest()
-
-    def entity_notice(self) -> str | None:
-        """What to do when some articles were tagged with entity patterns other than this
-        version's (``search/data``'s patterns and club list): the answers read the stored
-        labels, so they are only as current as the last ``search reindex``."""
-        from .enrich import info
-
-        got = (self.manifest().get("entities") or {}).get("patterns") or []
-        if all(p == info()["patterns"] for p in got):
-            return None
-        return (
-            "some articles were tagged with the entity patterns of another version: "
-            "run `search reindex` to tag them with this one's"
-        )
-
-
-class _Pinned:
-    """The engine as the answer stage sees it: its ~20 articles and records are read from
-    the generation the question was asked of, not through :meth:`Engine.get_document`,
-    which looks for a newer generation first (a read of ``CURRENT``, 16 us, per article).
-    Everything else is the engine's."""
-
-    def __init__(self, engine: Engine, view: Any) -> None:
-        self._engine = engine
-        self._view = view
-
-    def get_document(self, doc_id: str) -> Article:
-        return _found(self._view.article(doc_id), doc_id)
-
-    def document_record(self, doc_id: str) -> DocRecord:
-        return _found(self._view.doc(doc_id), doc_id)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._engine, name)
-
-
-T = TypeVar("T")
-
-
-def _found(x: T | None, doc_id: str) -> T:
-    """``x``, or the error a missing document gives on every face."""
-    if x is None:
-        shown = repr(doc_id) if len(doc_id) <= 80 else repr(doc_id[:80]) + f"… ({len(doc_id)} characters)"
-        raise DocumentNotFoundError(f"no document {shown} in the index: see `search list`")
-    return x
 
 
 def _env_confidence() -> float | None:
