@@ -37,6 +37,19 @@ PAIRS_STEP = 32_768
 PAIR_BUDGET = 1 << 20
 
 
+# Odd 64-bit multipliers: a signature's 128 minima hash to one uint64 (equal signatures,
+# exact copies, share it; a shared hash is checked minimum by minimum).
+_MULT = np.random.default_rng(17).integers(0, 1 << 63, NUM_PERM, dtype=np.uint64) * np.uint64(2) + np.uint64(
+    1
+)
+
+
+def signature_hashes(sigs: np.ndarray) -> np.ndarray:
+    """uint64 [docs]: one hash of each whole signature."""
+    with np.errstate(over="ignore"):
+        return (np.asarray(sigs, dtype=np.uint64) * _MULT).sum(axis=1, dtype=np.uint64)
+
+
 def band_keys(sigs: np.ndarray) -> np.ndarray:
     """uint32 [docs, BANDS]: a hash of each band (two minima) of each signature."""
     x = np.asarray(sigs, dtype=np.uint64).reshape(len(sigs), BANDS, NUM_PERM // BANDS)
@@ -57,6 +70,14 @@ class BandIndex:
         self._n = 0
         self._runs: list[tuple[np.ndarray, np.ndarray]] = []  # (keys [BANDS, m] sorted per band, slots)
         self._held = np.zeros(0, dtype=np.int32)  # slots not in a run yet
+        # Exact copies (identical signatures) form a class: only its first slot, the
+        # representative, goes into the runs and the held comparisons, so a thousand copies
+        # of one story cost a thousand lookups, not a million pairs (12 feeds of 3,000
+        # identical items took over 20 minutes). The others are its members.
+        self._rep = np.zeros(0, dtype=np.int64)  # per slot: its class's first slot
+        self._by_hash: dict[int, int] = {}  # signature hash -> its first representative
+        self._more: dict[int, list[int]] = {}  # the others, for two signatures of one hash
+        self._members: dict[int, list[int]] = {}  # representative -> every slot of its class
 
     def _append(self, ids: Sequence[str], sigs: np.ndarray, groups: Sequence[str]) -> int:
         first = self._n
@@ -69,6 +90,19 @@ class BandIndex:
         self.ids.extend(ids)
         self.groups.extend(groups)
         self._n = need
+        reps = np.arange(first, need, dtype=np.int64)
+        for j, h in enumerate(signature_hashes(self._sigs[first:need]).tolist()):
+            slot = first + j
+            known = [self._by_hash[h], *self._more.get(h, ())] if h in self._by_hash else []
+            rep = next((r for r in known if np.array_equal(self._sigs[r], self._sigs[slot])), None)
+            if rep is not None:
+                reps[j] = rep
+                self._members.setdefault(rep, [rep]).append(slot)
+            elif known:
+                self._more.setdefault(h, []).append(slot)
+            else:
+                self._by_hash[h] = slot
+        self._rep = np.concatenate([self._rep, reps])
         return first
 
     def hold(self, ids: Sequence[str], sigs: np.ndarray, groups: Sequence[str]) -> None:
@@ -83,6 +117,16 @@ class BandIndex:
         if bool((np.diff(h) == 1).all()):
             return self._sigs[int(h[0]) : int(h[-1]) + 1]
         return self._sigs[h]
+
+    def _held_reps(self) -> np.ndarray:
+        """The held slots that represent their class."""
+        h = self._held
+        return h[self._rep[h] == h]
+
+    def _index_held_reps(self) -> None:
+        if len(self._held):
+            self._add_run(self._held_reps())
+            self._held = np.zeros(0, dtype=np.int32)
 
     def _index_held(self) -> None:
         if len(self._held):
@@ -116,9 +160,10 @@ class BandIndex:
         """Per new document, the held slots sharing a band with it: by the held stories'
         band keys, or, for a few new documents, minimum by minimum (the same test without
         hashing every held signature)."""
-        if not len(self._held):
+        held = self._held_reps()
+        if not len(held):
             return []
-        held_sigs = self._held_sigs()
+        held_sigs = self._held_sigs() if len(held) == len(self._held) else self._sigs[held]
         if len(keys) > FEW_NEW:
             held_keys = band_keys(held_sigs)
             hits = [np.flatnonzero((held_keys == k).any(axis=1)) for k in keys]
@@ -129,7 +174,7 @@ class BandIndex:
                 np.flatnonzero((held64 == np.ascontiguousarray(sig).view(np.uint64)).any(axis=1))
                 for sig in sigs
             ]
-        return [self._held[h].astype(np.int64) for h in hits]
+        return [held[h].astype(np.int64) for h in hits]
 
     def assign(self, ids: Sequence[str], sigs: np.ndarray) -> list[tuple[str | None, float]]:
         """For each new story in order: (the group of the story it copies, or None; similarity).
@@ -148,16 +193,28 @@ class BandIndex:
         sigs = np.asarray(sigs, dtype=np.uint32).reshape(len(ids), NUM_PERM)
         keys = band_keys(sigs)
         if len(self._held) * len(ids) > DIRECT_BUDGET:
-            self._index_held()
+            self._index_held_reps()
         held = self._held_hits(keys, sigs)
         bounds = self._bounds(keys)
-        later, earlier = _batch_pairs(keys)
         first_new = self._n
         self._append(ids, sigs, list(ids))  # each group is set below, in order
         total = self._n
+        slots = np.arange(first_new, total, dtype=np.int64)
+        rep = self._rep[first_new:total]
+        copy = rep != slots  # an exact copy of an earlier story: its class answers for it
+        fresh = np.flatnonzero(~copy)
+        later, earlier = _batch_pairs(keys[fresh])
+        later, earlier = fresh[later], fresh[earlier]
         per_doc = sum((hi - lo for _, lo, hi in bounds), np.zeros(len(ids), dtype=np.int64))
         if held:
             per_doc += np.fromiter(map(len, held), dtype=np.int64, count=len(held))
+        # A copy whose class holds no earlier story under another id is compared as a new
+        # story with the batch's others too (the stored ones it meets through the runs).
+        alone = [
+            i
+            for i in np.flatnonzero(copy).tolist()
+            if self._member(int(rep[i]), first_new + i, ids[i]) is None
+        ]
         chosen: dict[int, tuple[int, float]] = {}
         for a, b in _spans(per_doc, PAIR_BUDGET):
             codes = []
@@ -169,7 +226,14 @@ class BandIndex:
             codes += [i * total + held[i] for i in range(a, b) if held and len(held[i])]
             mine = (later >= a) & (later < b)
             codes.append(later[mine] * total + earlier[mine] + first_new)
-            self._choose(ids, sigs, np.unique(np.concatenate(codes)), total, chosen)
+            span = np.arange(a, b)
+            codes.append(span[copy[a:b]] * total + rep[a:b][copy[a:b]])
+            for i in alone:
+                if a <= i < b:
+                    before = fresh[fresh < i]
+                    near = before[(keys[before] == keys[i]).any(axis=1)]
+                    codes.append(i * total + near + first_new)
+            self._choose(ids, sigs, np.unique(np.concatenate(codes)), total, chosen, first_new)
         out: list[tuple[str | None, float]] = []
         for i, doc_id in enumerate(ids):
             group: str | None = None
@@ -179,8 +243,20 @@ class BandIndex:
                 group = self.groups[slot_i]  # an earlier story: its group is set already
             self.groups[first_new + i] = group or doc_id
             out.append((group, best))
-        self._add_run(np.arange(first_new, total, dtype=np.int32))
+        self._add_run(slots[~copy].astype(np.int32))
         return out
+
+    def _member(self, rep: int, before: int, doc_id: str) -> int | None:
+        """The first slot of ``rep``'s class, before slot ``before``, under an id other than
+        ``doc_id``: the story a copy of that class takes its group from (all of a class are
+        equally similar to anything, so the first one a story may join wins, as it would
+        among all of them)."""
+        for m in self._members.get(rep, [rep]):
+            if m >= before:
+                return None
+            if self.ids[m] != doc_id:
+                return m
+        return None
 
     def _choose(
         self,
@@ -189,17 +265,32 @@ class BandIndex:
         code: np.ndarray,
         total: int,
         chosen: dict[int, tuple[int, float]],
+        first_new: int,
     ) -> None:
         """For each new document among the pairs ``code`` (document * total + slot, sorted),
-        the most similar other story at the threshold (the lowest slot among equals)."""
+        the most similar other story at the threshold (the lowest slot among equals). A slot
+        stands for its class: when it is under the document's own id, the class's first
+        other story before the document stands in, at the same similarity."""
         doc, slot = code // total, code % total
         sims = np.empty(len(code), dtype=np.float64)
         for lo in range(0, len(code), PAIRS_STEP):
             d, s = doc[lo : lo + PAIRS_STEP], slot[lo : lo + PAIRS_STEP]
             sims[lo : lo + PAIRS_STEP] = (self._sigs[s] == sigs[d]).mean(axis=1)
         near = np.flatnonzero(sims >= self.threshold)
-        near = near[np.lexsort((slot[near], -sims[near], doc[near]))]
-        for d, s, sim in zip(doc[near].tolist(), slot[near].tolist(), sims[near].tolist()):
+        d_near, s_near, sim_near = doc[near], slot[near], sims[near]
+        extra = [
+            (d, m, sim)
+            for d, s, sim in zip(d_near.tolist(), s_near.tolist(), sim_near.tolist())
+            if self.ids[s] == ids[d]
+            and s in self._members
+            and (m := self._member(s, first_new + d, ids[d])) is not None
+        ]
+        if extra:
+            d_near = np.concatenate([d_near, np.array([e[0] for e in extra], dtype=np.int64)])
+            s_near = np.concatenate([s_near, np.array([e[1] for e in extra], dtype=np.int64)])
+            sim_near = np.concatenate([sim_near, np.array([e[2] for e in extra])])
+        order = np.lexsort((s_near, -sim_near, d_near))
+        for d, s, sim in zip(d_near[order].tolist(), s_near[order].tolist(), sim_near[order].tolist()):
             if d not in chosen and self.ids[s] != ids[d]:
                 chosen[d] = (s, sim)
 

@@ -10,6 +10,7 @@ import itertools
 import re
 import zlib
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pytest
@@ -241,3 +242,85 @@ def test_band_index_never_groups_a_story_with_its_own_id() -> None:
         index.hold(["x"], s, ["x"])
         want = [(None, 0.0), ("x", 1.0), ("x", 1.0)]
         assert index.assign(["x", "y", "x"], np.concatenate([s, s, s])) == want
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_band_index_with_many_exact_copies_equals_one_story_at_a_time(seed: int) -> None:
+    """Classes of identical signatures (only their first slot indexed) choose as the
+    reference does among all of them: ids reused within a class, held copies, copies of
+    copies, near copies of a class whose first story has the new story's id."""
+    rng = np.random.default_rng(100 + seed)
+    base = [rng.integers(0, 40, dedup.NUM_PERM).astype(np.uint32) for _ in range(6)]
+    ids, rows = [], []
+    for i in range(500):
+        k = int(rng.integers(0, len(base)))
+        sig = base[k].copy()
+        if rng.random() < 0.3:  # a near copy
+            n = int(rng.choice([10, 30, 60]))
+            sig[rng.choice(dedup.NUM_PERM, n, replace=False)] = rng.integers(0, 40, n)
+        rows.append(sig)
+        ids.append(f"s{k}-{int(rng.integers(0, 4))}" if rng.random() < 0.5 else f"d{i}")
+    sigs = np.stack(rows)
+    new, ref = BandIndex(), RefBandIndex()
+    held = int(rng.integers(0, 80))
+    for index in (new, ref):
+        index.hold(ids[:held], sigs[:held], ids[:held])
+    at = held
+    for size in itertools.cycle([1, 3, 50, 2, 120, 4]):
+        if at >= len(ids):
+            break
+        got = new.assign(ids[at : at + size], sigs[at : at + size])
+        assert got == ref.assign(ids[at : at + size], sigs[at : at + size]), at
+        at += size
+    assert new.groups == ref.groups
+
+
+def test_identical_copies_cost_pairs_in_proportion_to_their_number(monkeypatch: pytest.MonkeyPatch) -> None:
+    """3,000 copies of one story (a feed repeating one item) are compared with the class's
+    first story, not with each other: about one candidate pair each, not millions."""
+    pairs: list[int] = []
+    real = BandIndex._choose
+
+    def spy(self: BandIndex, ids: Any, sigs: Any, code: np.ndarray, *rest: Any) -> None:
+        pairs.append(len(code))
+        real(self, ids, sigs, code, *rest)
+
+    monkeypatch.setattr(BandIndex, "_choose", spy)
+    sig = np.random.default_rng(3).integers(0, 1 << 16, (1, dedup.NUM_PERM)).astype(np.uint32)
+    index = BandIndex()
+    n = 3000
+    out = index.assign([f"item{i}" for i in range(n // 2)], np.repeat(sig, n // 2, axis=0))
+    out += index.assign([f"item{i}" for i in range(n // 2, n)], np.repeat(sig, n // 2, axis=0))
+    assert out[0] == (None, 0.0) and all(g == ("item0", 1.0) for g in out[1:])
+    assert sum(pairs) <= 2 * n
+
+
+def test_a_copy_under_its_class_id_is_compared_with_the_other_stories() -> None:
+    """A story written again under its id, identical to the first: its class gives it no
+    other story, so it is compared with the rest as any new story is (a near copy in the same
+    batch, or one stored before), as the reference does."""
+    rng = np.random.default_rng(4)
+    x = rng.integers(0, 1 << 16, dedup.NUM_PERM).astype(np.uint32)
+    y = x.copy()
+    y[:12] = rng.integers(0, 1 << 16, 12)  # a near copy of x
+    cases = [
+        ([], ["a", "b", "a"], [x, y, x]),  # all in one batch
+        (["a"], ["b", "a"], [y, x]),  # x held
+        (["b"], ["a", "a"], [x, x]),  # y held (its signature below)
+    ]
+    for held_ids, new_ids, new_sigs in cases:
+        held_sigs = [x] if held_ids == ["a"] else [y] if held_ids else []
+        got = []
+        for index in (BandIndex(), RefBandIndex()):
+            if held_ids:
+                index.hold(held_ids, np.stack(held_sigs), held_ids)
+            got.append(index.assign(new_ids, np.stack(new_sigs)))
+        assert got[0] == got[1], (held_ids, got)
+        group, sim = got[0][-1]
+        assert group is not None and sim < 1.0  # the near copy, not its own first version
+
+
+def test_signatures_sharing_a_hash_stay_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every signature given one hash: classes are still told apart minimum by minimum."""
+    monkeypatch.setattr(dedup_index, "signature_hashes", lambda sigs: np.zeros(len(sigs), dtype=np.uint64))
+    test_band_index_with_many_exact_copies_equals_one_story_at_a_time(0)
