@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import errno
 import os
-import resource
 import shutil
 import subprocess
 from pathlib import Path
@@ -68,10 +67,11 @@ def test_a_file_size_limit_in_the_lexical_process_is_one_line(
 ) -> None:
     real = subprocess.Popen
 
-    def limited(*args: Any, **kwargs: Any) -> Any:
+    def limited(cmd: list[str], *args: Any, **kwargs: Any) -> Any:
         # The child alone may write no file over 1 KB: its whoosh segment fails with EFBIG.
-        kwargs["preexec_fn"] = lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))
-        return real(*args, **kwargs)
+        # A shell sets the limit and execs it: a preexec_fn (Python in the forked child)
+        # aborted it when gRPC threads of an earlier Milvus test were running in this process.
+        return real(["/bin/sh", "-c", 'ulimit -f 2 && exec "$@"', "sh", *cmd], *args, **kwargs)
 
     monkeypatch.setattr(lp.subprocess, "Popen", limited)
     _fails_in_one_line(["index", "seeds"], "File too large", "ulimit -f")
