@@ -42,7 +42,7 @@ CONFLICT_RATIO = 0.5  # an article's own answer must score this share of the wea
 # An article's own value in a sentence this close to the winning sentences' event (the share
 # of its weight they state; .agreement.CORROBORATE is 0.25 for one that agrees) answers the
 # question whatever its focus. On the training seed questions (t5c_seeds) it flags 5 of 15
-# conflicts against 3, with none across subjects there or over 860 training questions; at
+# conflicts against 3, none on the 30 others, and adds none over 860 training questions; at
 # 0.25 two half-time scores were set against full-time ones.
 CONFLICT_EVENT = 0.35
 PAST_AHEAD = 0.5  # the tense fit of a preview for a question about the past (candidates.Sent.tense)
