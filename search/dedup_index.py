@@ -123,14 +123,10 @@ class BandIndex:
         h = self._held
         return h[self._rep[h] == h]
 
-    def _index_held_reps(self) -> None:
+    def _index_held(self) -> None:
+        """Put the held stories' classes into a run (their copies stay members)."""
         if len(self._held):
             self._add_run(self._held_reps())
-            self._held = np.zeros(0, dtype=np.int32)
-
-    def _index_held(self) -> None:
-        if len(self._held):
-            self._add_run(self._held)
             self._held = np.zeros(0, dtype=np.int32)
 
     def _add_run(self, slots: np.ndarray) -> None:
@@ -193,7 +189,7 @@ class BandIndex:
         sigs = np.asarray(sigs, dtype=np.uint32).reshape(len(ids), NUM_PERM)
         keys = band_keys(sigs)
         if len(self._held) * len(ids) > DIRECT_BUDGET:
-            self._index_held_reps()
+            self._index_held()
         held = self._held_hits(keys, sigs)
         bounds = self._bounds(keys)
         first_new = self._n

@@ -114,7 +114,13 @@ def test_property_batched_signatures_equal_the_reference(texts: list[str]) -> No
 
 
 class RefBandIndex(BandIndex):
-    """``BandIndex.assign`` as it was: one new story at a time, in-batch bands in dicts."""
+    """``BandIndex.assign`` as it was: one new story at a time, in-batch bands in dicts, every
+    story (copies too) in the runs."""
+
+    def _index_held(self) -> None:
+        if len(self._held):
+            self._add_run(self._held)
+            self._held = np.zeros(0, dtype=np.int32)
 
     def _indexed_candidates(self, keys: np.ndarray) -> list[np.ndarray]:
         found: list[list[np.ndarray]] = [[] for _ in range(len(keys))]
