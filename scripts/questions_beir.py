@@ -16,15 +16,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from search.ingest_base import _decode  # noqa: E402
 
 
 def read_text(path: Path) -> str:
-    data = path.read_bytes()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return data.decode("cp1252", errors="replace")
+    """The file's text as `search index` decodes it (search.ingest_base)."""
+    text, _problem = _decode(path.read_bytes(), str(path))
+    return text or ""
 
 
 def convert(pairs: list[tuple[Path, Path]], out: Path) -> tuple[int, int]:
