@@ -8,7 +8,6 @@ Unicode edge cases and random strings.
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from collections.abc import Iterator
 
@@ -41,12 +40,18 @@ def ref_words(text: str, catenate: bool = True) -> Iterator[tuple[str, int, int]
         w = w.replace("'", "")
         if w:
             words.append((w, m.start(), m.end()))
-    # A hyphenated compound of two or more tokens also yields its parts joined, before them.
+    # Words one hyphen apart form a compound, which also yields its parts joined, before
+    # them. (Not a compound pattern over the text: a score token "0-0" holds its hyphen, so
+    # "0-0A" is two words with no hyphen between them.)
     joined = {}
-    for m in re.finditer(r"[^\W_]+(?:'[^\W_]+)*(?:[-\u2010][^\W_]+(?:'[^\W_]+)*)+", norm):
-        inside = [w for w in words if m.start() <= w[1] < m.end()]
-        if len(inside) >= 2 and catenate:
-            joined[inside[0][1]] = ("".join(w for w, _, _ in inside), m.start(), m.end())
+    i = 0
+    while i < len(words):
+        j = i
+        while j + 1 < len(words) and words[j + 1][1] == words[j][2] + 1 and norm[words[j][2]] in "-\u2010":
+            j += 1
+        if j > i and catenate:
+            joined[words[i][1]] = ("".join(w for w, _, _ in words[i : j + 1]), words[i][1], words[j][2])
+        i = j + 1
     for w in words:
         if w[1] in joined:
             yield joined.pop(w[1])
