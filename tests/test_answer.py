@@ -810,3 +810,20 @@ def test_a_sentence_about_the_same_event_contradicts_without_naming_the_focus() 
     other = article("c.txt", "They scored four goals in the first half of the season.", counts)
     block = ask("how many goals did Chelsea score against Fulham", [*winners, other])
     assert block.conflicts == []
+
+
+def test_with_no_short_answer_the_likely_values_own_sentence_is_quoted() -> None:
+    """The most probable value's sentence is quoted over a sentence with more of the
+    question's words, unless that value is improbable or its sentence far less likely."""
+    from types import SimpleNamespace as NS
+
+    from search.answer import QUOTE_BACKED, QUOTE_RATIO, _quoted
+
+    best = NS(pick=0.6, text="Martinez scored the winner in the 92nd minute")
+    own = NS(pick=0.3, text="England had taken the lead in the 55th minute through Gordon")
+    chosen = [NS(sent=NS(pick=0.1)), NS(sent=own)]
+    assert _quoted(NS(probs=[QUOTE_BACKED + 0.1]), best, chosen) is own
+    assert _quoted(NS(probs=[QUOTE_BACKED - 0.1]), best, chosen) is best
+    weak = [NS(sent=NS(pick=best.pick * QUOTE_RATIO / 2))]
+    assert _quoted(NS(probs=[0.9]), best, weak) is best
+    assert _quoted(NS(probs=[0.1]), None, chosen) is own
