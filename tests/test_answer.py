@@ -142,7 +142,8 @@ WINNER = [
         ("how old is Messi", "age"),
         ("what did Tuchel say after the match", "quote"),
         ("who was in charge when Santini quit", "person"),  # the main clause asks, not "when"
-        ("why did he turn the job down", "sentence"),
+        ("why did he turn the job down", "reason"),
+        ("which paper did he tell he did not know why he was dropped", "name"),
     ],
 )
 def test_question_types(question: str, atype: str) -> None:
@@ -827,3 +828,17 @@ def test_with_no_short_answer_the_likely_values_own_sentence_is_quoted() -> None
     weak = [NS(sent=NS(pick=best.pick * QUOTE_RATIO / 2))]
     assert _quoted(NS(probs=[0.9]), best, weak) is best
     assert _quoted(NS(probs=[0.1]), None, chosen) is own
+
+
+def test_a_why_question_quotes_a_sentence_that_gives_a_cause() -> None:
+    """A why-question has no typed answer; of two sentences on its subject, the one worded
+    as a cause ("for taunting") is quoted over one that only restates the event."""
+    a = article(
+        "a",
+        "Mourinho was sent off in the final at Cardiff. "
+        "The Chelsea boss was dismissed for taunting the Liverpool fans.",
+        [("Mourinho", "PERSON"), ("Cardiff", "GPE"), ("Liverpool", "ORG"), ("Chelsea", "ORG")],
+    )
+    block = ask("why was Mourinho sent off in the final", [a])
+    assert block.text is None
+    assert "for taunting" in block.sentences[0].text
