@@ -60,6 +60,7 @@ class Sent:
     focus: float = 1.0  # 1: the sentence names the focus; FOCUS_NEAR: its surroundings do
     strict: bool = True  # every focus word is in the sentence itself
     fshare: float = 1.0  # the share of the focus words the sentence itself names
+    wfocus: float = 1.0  # the same, each focus word weighted by its rarity among the sentences
     tense: float = 1.0
     cue: float = 1.0
     keys: frozenset[str] = frozenset()  # analysed terms (first PREFIX letters) of the sentence
@@ -249,6 +250,11 @@ def _score(q: QuestionInfo, sents: list[Sent], focus: list[str]) -> None:
     ordered = sorted(weight)  # one summation order in every process
     total = sum(weight[_key(t)] for t in set(q.terms)) or 1.0
     focus_keys = [_key(term(f)) for f in focus]
+    # A focus word most sentences name ("England" in every report of England's match) says
+    # less about which sentence is on the question's subject than a rare one ("France").
+    fdf = {k: sum(k in ks for ks in keysets) for k in focus_keys}
+    fweight = {k: math.log(1 + n / (1 + fdf[k])) for k in focus_keys}
+    ftotal = sum(fweight.values())
     cue = cue_pattern(q.atype)
     for s, ks, present in zip(sents, keyed, keysets):
         s.keys = present
@@ -275,6 +281,7 @@ def _score(q: QuestionInfo, sents: list[Sent], focus: list[str]) -> None:
         missing = [f for f in focus_keys if f not in present]
         s.strict = not missing
         s.fshare = 1.0 - len(missing) / len(focus_keys) if focus_keys else 1.0
+        s.wfocus = 1.0 - sum(fweight[f] for f in set(missing)) / ftotal if ftotal else 1.0
         s.focus = _focus_fit(s, missing, len(focus_keys))
         ahead = bool(LOOKS_AHEAD.search(s.text))
         if q.tense == "future":

@@ -46,6 +46,7 @@ FEATURES = (
     "nbr_lex",  # the best "lex" of the sentences just before and after it in its article
     "nbr_dense",  # the same for "dense"
     "nbr_focus",  # the same for "fshare": the answer's sentence may not repeat the subject
+    "wfocus",  # the share of the focus it names, each word weighted by its rarity among the sentences
 )
 
 
@@ -112,6 +113,7 @@ def features(q: QuestionInfo, sents: list[Sent]) -> list[dict[str, float]]:
                 "nbr_lex": max((n.lex for n in nbrs), default=0.0),
                 "nbr_dense": max((n.dense for n in nbrs), default=0.0),
                 "nbr_focus": max((n.fshare for n in nbrs), default=0.0),
+                "wfocus": s.wfocus,
             }
         )
     return rows

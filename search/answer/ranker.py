@@ -46,6 +46,7 @@ FEATURES = (
     "log_votes",
     "rival",  # of its mentions with a name beside them, the share where it is not the question's
     "verb",  # the verb that governs its best candidate is one the question uses (stored role)
+    "wfocus",  # the rarity-weighted share of the focus its best sentence names
 )
 
 
@@ -116,6 +117,7 @@ def features(
                 "log_votes": math.log1p(vote) / math.log1p(10),
                 "rival": _rival(cl),
                 "verb": 1.0 if governed(best.role, q.terms) else 0.0,
+                "wfocus": s.wfocus,
             }
         )
     return rows
