@@ -644,9 +644,12 @@ def test_the_passage_stating_the_answer_leads_and_citations_follow_it() -> None:
     from search.answer.lead import LEAD_WITHIN, lead
     from search.types import Conflict, Sentence
 
+    n = LEAD_WITHIN + 2
+
     def setup(cited: int) -> tuple[list[Hit], AnswerBlock]:
         hits = [
-            Hit(passage=Passage(f"d{r}#0", f"d{r}", 0, 5, "text"), score=1.0 / r, rank=r) for r in range(1, 7)
+            Hit(passage=Passage(f"d{r}#0", f"d{r}", 0, 5, "text"), score=1.0 / r, rank=r)
+            for r in range(1, n + 1)
         ]
         block = AnswerBlock(
             text="X",
@@ -658,7 +661,7 @@ def test_the_passage_stating_the_answer_leads_and_citations_follow_it() -> None:
     hits, block = setup(3)
     out = lead(hits, block)
     assert [h.passage.doc_id for h in out][:4] == ["d3", "d1", "d2", "d4"]
-    assert [h.rank for h in out] == [1, 2, 3, 4, 5, 6]
+    assert [h.rank for h in out] == list(range(1, n + 1))
     assert [s.passage_rank for s in block.sentences] == [1, 2]
     assert block.conflicts[0].sentences[0].passage_rank == 3
     for s in block.sentences + block.conflicts[0].sentences:  # each number still names its passage
@@ -667,7 +670,7 @@ def test_the_passage_stating_the_answer_leads_and_citations_follow_it() -> None:
     for cited in (1, LEAD_WITHIN + 1):  # already first; or too deep to move
         hits, block = setup(cited)
         out = lead(hits, block)
-        assert [h.passage.doc_id for h in out] == [f"d{r}" for r in range(1, 7)]
+        assert [h.passage.doc_id for h in out] == [f"d{r}" for r in range(1, n + 1)]
         assert block.sentences[0].passage_rank == cited
 
 
