@@ -47,6 +47,7 @@ FEATURES = (
     "rival",  # of its mentions with a name beside them, the share where it is not the question's
     "verb",  # the verb that governs its best candidate is one the question uses (stored role)
     "wfocus",  # the rarity-weighted share of the focus its best sentence names
+    "job",  # of its mentions, the share with the asked role beside them less those with another (.roles)
 )
 
 
@@ -118,6 +119,7 @@ def features(
                 "rival": _rival(cl),
                 "verb": 1.0 if governed(best.role, q.terms) else 0.0,
                 "wfocus": s.wfocus,
+                "job": sum(c.job for c in cl.members) / max(len(cl.members), 1),
             }
         )
     return rows

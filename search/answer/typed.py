@@ -11,6 +11,7 @@ from functools import lru_cache
 from importlib import resources
 
 from ..text import term
+from . import roles
 from .candidates import Sent
 from .question import QuestionInfo, table
 
@@ -56,6 +57,7 @@ class Candidate:
     first: bool = False  # the first candidate of the asked kind in its sentence
     rival: float = 0.0  # whose value it is: see rival()
     role: str = ""  # what it does in its sentence, as stored (search.enrich.role: "nsubj score")
+    job: float = 0.0  # the role written beside it against the one asked: see .roles.fit
 
 
 @lru_cache(maxsize=1 << 16)  # names repeat across sentences, articles and questions
@@ -102,6 +104,7 @@ def candidates(q: QuestionInfo, sents: list[Sent]) -> list[Candidate]:
     numeric = set(table().get("needs_number", []))
     bound = set(table().get("bound", []))
     votes = label_votes(sents)
+    wanted = roles.asked(q.text)
     out: list[Candidate] = []
     for s in sents:
         if not s.usable:
@@ -131,7 +134,8 @@ def candidates(q: QuestionInfo, sents: list[Sent]) -> list[Candidate]:
                 continue  # "Martinez to head home the winner" says nothing of how Fernandez scored
             r = rival(s, a, b, qnames) if qnames else 0.0
             role = s.roles[k] if k < len(s.roles) else ""
-            out.append(Candidate(text, a, b, label, s, s.score * fit * near, near, first, r, role))
+            job = roles.fit(s.article.text, a, b, wanted)
+            out.append(Candidate(text, a, b, label, s, s.score * fit * near, near, first, r, role, job))
             first = False
     return out
 
