@@ -47,7 +47,7 @@ FEATURES = (
     "rival",  # of its mentions with a name beside them, the share where it is not the question's
     "verb",  # the verb that governs its best candidate is one the question uses (stored role)
     "wfocus",  # the rarity-weighted share of the focus its best sentence names
-    "job",  # of its mentions, the share with the asked role beside them less those with another (.roles)
+    "job",  # of its mentions with a role beside them, the share with the asked one less the rest (.roles)
 )
 
 
@@ -119,7 +119,7 @@ def features(
                 "rival": _rival(cl),
                 "verb": 1.0 if governed(best.role, q.terms) else 0.0,
                 "wfocus": s.wfocus,
-                "job": sum(c.job for c in cl.members) / max(len(cl.members), 1),
+                "job": _job(cl),
             }
         )
     return rows
@@ -132,6 +132,15 @@ def _rival(cl: Cluster) -> float:
     theirs = sum(1 for c in cl.members if c.rival > 0)
     ours = sum(1 for c in cl.members if c.rival < 0)
     return theirs / (theirs + ours) if theirs else 0.0
+
+
+def _job(cl: Cluster) -> float:
+    """Of the value's mentions with a role written beside them, the share with the asked
+    role less the share with another: a name mentioned often with no role is not less the
+    manager for it ("England manager Thomas Tuchel" once, "Tuchel said" five times)."""
+    ours = sum(1 for c in cl.members if c.job > 0)
+    theirs = sum(1 for c in cl.members if c.job < 0)
+    return (ours - theirs) / (ours + theirs) if ours or theirs else 0.0
 
 
 def _score(row: dict[str, float], p: dict[str, Any] | None = None) -> float:
