@@ -1,0 +1,88 @@
+"""Each distinct text reaches the tagger once per batch and the encoder once per write
+(search.memo), and every copy is stored as if it had been tagged and encoded alone."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from search import indexing, memo
+from search.embed import HashEmbedder
+from search.types import Article
+
+BODY = [
+    "Kane scored twice at Wembley. The Spurs striker headed in from a corner.\n\n"
+    "Report: Press Association. Kane scored twice at Wembley.",
+    "Arsenal drew with Chelsea in the London derby. Report: Press Association.",
+    "Rooney signed a new contract with Everton until 2026. The striker is 19.",
+]
+
+
+def tagger(texts: Sequence[str]) -> list[list[tuple[int, int, str, str]]]:
+    """Capitalised words as spans, with a role: a function of the text alone."""
+    import re
+
+    return [
+        [(m.start(), m.end(), "ORG", "nsubj score") for m in re.finditer(r"[A-Z][a-z]+", t)] for t in texts
+    ]
+
+
+class CountingTagger:
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+
+    def __call__(self, texts: Sequence[str]) -> list[list[tuple[int, int, str, str]]]:
+        self.calls.append(list(texts))
+        return tagger(texts)
+
+
+class CountingEmbedder(HashEmbedder):
+    """The hash embedder, counting every text the model is given."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: Counter[str] = Counter()
+
+    def encode(self, texts: Sequence[str], batch_size: int = 64, progress: Any = None) -> np.ndarray:
+        self.seen.update(texts)
+        return super().encode(texts, batch_size, progress)
+
+
+def one_by_one(texts: Sequence[str]) -> np.ndarray:
+    """The vectors of ``texts`` with each encoded alone: what the write must store."""
+    e = HashEmbedder()
+    return np.stack([e.encode([t])[0] for t in texts])
+
+
+def corpus() -> list[Article]:
+    """Exact copies (syndication), copies under another title, and distinct stories."""
+    out = []
+    for i in range(30):
+        title = "Same headline" if i % 2 else f"Headline {i % 4}"
+        out.append(Article(id=f"d{i:02d}", title=title, text=BODY[i % 3]))
+    out.append(Article(id="lone", title="Alone", text="Bale scored a late winner for Wales."))
+    return out
+
+
+def test_the_memo_spans_batches_and_is_bounded() -> None:
+    emb = CountingEmbedder()
+    kept = memo.VectorMemo(size=4)
+    texts = [f"text {i}" for i in range(6)]
+    clock = indexing.Clock()
+    assert np.array_equal(kept.encode(emb, texts[:3], clock), one_by_one(texts[:3]))
+    got = kept.encode(emb, [texts[2], texts[1], texts[3], texts[1]], clock)
+    assert np.array_equal(got, one_by_one([texts[2], texts[1], texts[3], texts[1]]))
+    assert emb.seen == Counter(texts[:4])  # the second batch encoded text 3 alone
+    kept.encode(emb, texts[4:], clock)  # 6 texts held by a memo of 4: texts 0 and 2 dropped
+    assert len(kept._kept) == 4
+    assert np.array_equal(kept.encode(emb, texts[:2], clock), one_by_one(texts[:2]))
+    assert emb.seen == Counter(texts) + Counter(texts[:1])
+    assert kept.encode(emb, [], clock).shape == (0, emb.dim)
+
+
+def test_distinct_gives_first_copies_and_where_each_item_went() -> None:
+    assert memo.distinct([]) == ([], [])
+    assert memo.distinct(["a", "b", "a", "c", "b"]) == ([0, 1, 3], [0, 1, 0, 2, 1])
