@@ -31,6 +31,7 @@ import numpy as np
 
 from .backends import WriteBatch
 from .errors import IngestError
+from .memo import distinct
 from .types import Article, Passage
 
 if TYPE_CHECKING:
@@ -107,12 +108,16 @@ def chunk_and_tag(articles: list[Article], tagger: Any, clock: Clock) -> Prepare
         units = [(u.start, u.end) for u in segmented if not u.heading]
         a.sentences = units
         prep.sentences.append([[(s, e) for s, e in units if s >= p.start and e <= p.end] for p in ps])
+    # Each distinct text is tagged once (syndicated copies): spans are in the article's own
+    # offsets, so a copy's are the same. (start, end, label) from any tagger, and a role
+    # from search.enrich's: checked (ValueError) before anything of the batch is stored.
+    firsts, where = distinct([a.text for a in articles])
+    texts, ids = [articles[i].text for i in firsts], [articles[i].id for i in firsts]
     with clock.busy("ner"):
-        texts = [a.text for a in articles]
-        # (start, end, label) from any tagger, and a role from search.enrich's: checked
-        # (ValueError) before anything of the batch is stored
-        for a, (ents, roles) in zip(articles, check_spans(texts, tagger(texts), [a.id for a in articles])):
-            a.entities, a.roles = ents, roles
+        tagged = check_spans(texts, tagger(texts), ids)
+    for a, j in zip(articles, where):
+        ents, roles = tagged[j]
+        a.entities, a.roles = list(ents), list(roles)  # each copy its own lists
     return prep
 
 

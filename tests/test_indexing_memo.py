@@ -11,6 +11,7 @@ import numpy as np
 
 from search import indexing, memo
 from search.embed import HashEmbedder
+from search.enrich import check_spans
 from search.types import Article
 
 BODY = [
@@ -65,6 +66,19 @@ def corpus() -> list[Article]:
         out.append(Article(id=f"d{i:02d}", title=title, text=BODY[i % 3]))
     out.append(Article(id="lone", title="Alone", text="Bale scored a late winner for Wales."))
     return out
+
+
+def test_the_tagger_sees_each_distinct_text_once_and_copies_get_their_own_lists() -> None:
+    arts = corpus()
+    count = CountingTagger()
+    indexing.chunk_and_tag(arts, count, indexing.Clock())
+    assert count.calls == [[*BODY, arts[-1].text]]
+    want = check_spans([a.text for a in arts], tagger([a.text for a in arts]))
+    assert [(a.entities, a.roles) for a in arts] == want
+    first, copy = arts[0], arts[3]
+    assert first.entities is not copy.entities and first.roles is not copy.roles
+    first.entities.clear()
+    assert copy.entities == want[3][0]
 
 
 def test_the_memo_spans_batches_and_is_bounded() -> None:
