@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from search import indexing, memo
 from search.embed import HashEmbedder
+from search.engine import Engine
 from search.enrich import check_spans
 from search.types import Article
 
@@ -81,6 +84,38 @@ def test_the_tagger_sees_each_distinct_text_once_and_copies_get_their_own_lists(
     assert copy.entities == want[3][0]
 
 
+def _prepared(arts: list[Article]) -> indexing.Prepared:
+    return indexing.chunk_and_tag(arts, tagger, indexing.Clock())
+
+
+def _passage_texts(prep: indexing.Prepared) -> list[str]:
+    from search.engine import dense_text
+    from search.text import headline
+
+    return [
+        dense_text(headline(a.title, a.text), p.text)
+        for a, ps in zip(prep.articles, prep.passages)
+        for p in ps
+    ]
+
+
+def test_encode_runs_the_model_once_per_distinct_text_and_scatters_exact_rows() -> None:
+    prep = _prepared(corpus())
+    texts = _passage_texts(prep)
+    sentences = [a.text[s:e] for a in prep.articles for s, e in a.sentences]
+    assert len(set(texts)) < len(texts) and len(set(sentences)) < len(sentences)
+    emb, ticks, clock = CountingEmbedder(), [], indexing.Clock()
+    indexing.encode(emb, prep, clock, ticks.append, memo.VectorMemo())
+    assert set(emb.seen.values()) == {1} and set(emb.seen) == set(texts) | set(sentences)
+    assert prep.vectors is not None and prep.vectors.dtype == np.float32
+    assert np.array_equal(prep.vectors, one_by_one(texts))  # bit for bit, in order
+    for a in prep.articles:
+        want = one_by_one([a.text[s:e] for s, e in a.sentences]).astype(np.float16)
+        assert a.sentence_vectors is not None and np.array_equal(a.sentence_vectors, want)
+    assert sum(ticks) == len(texts)  # progress counts every passage, copies too
+    assert len(clock.spans["encode"]) == 2  # passages, then sentences: the model's time alone
+
+
 def test_the_memo_spans_batches_and_is_bounded() -> None:
     emb = CountingEmbedder()
     kept = memo.VectorMemo(size=4)
@@ -100,3 +135,45 @@ def test_the_memo_spans_batches_and_is_bounded() -> None:
 def test_distinct_gives_first_copies_and_where_each_item_went() -> None:
     assert memo.distinct([]) == ([], [])
     assert memo.distinct(["a", "b", "a", "c", "b"]) == ([0, 1, 3], [0, 1, 0, 2, 1])
+
+
+def _build(path: Path, emb: HashEmbedder, tag: Any, arts: list[Article]) -> dict[str, Any]:
+    """What the index stores for each article: entities, roles, sentence and passage vectors."""
+    with Engine.open(path, create=True, embedder=emb, tagger=tag) as e:
+        e.add(arts)
+        view = e._backend.reader()
+        out = {}
+        for a in arts:
+            doc = e.get_document(a.id)
+            pids = [p.id for p in e.passages_of(a.id)]
+            out[a.id] = (doc.entities, doc.roles, doc.sentence_vectors, view.passage_vectors(pids))
+        return out
+
+
+def test_a_write_stores_the_same_as_one_without_the_memo(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(indexing, "BATCH_ARTICLES", 8)
+    monkeypatch.setattr(indexing, "MIN_BATCH_ARTICLES", 8)
+    arts = corpus()
+    emb, count = CountingEmbedder(), CountingTagger()
+    got = _build(tmp_path / "memo", emb, count, arts)
+    assert max(emb.seen.values()) == 1  # across the write's 4 batches
+    assert all(len(set(c)) == len(c) for c in count.calls) and len(count.calls) == 4
+
+    def alone(
+        self: memo.VectorMemo, embedder: Any, texts: Sequence[str], clock: Any, progress: Any = None
+    ) -> Any:
+        return one_by_one(texts)
+
+    monkeypatch.setattr(memo.VectorMemo, "encode", alone)
+    monkeypatch.setattr(indexing, "distinct", lambda xs: (list(range(len(xs))), list(range(len(xs)))))
+    plain = CountingTagger()
+    want = _build(tmp_path / "plain", HashEmbedder(), plain, arts)
+    assert sum(map(len, plain.calls)) == len(arts)  # the reference tagged every copy
+    assert got.keys() == want.keys()
+    for doc_id, (ents, roles, sv, pv) in got.items():
+        w_ents, w_roles, w_sv, w_pv = want[doc_id]
+        assert ents == w_ents and roles == w_roles and ents
+        assert sv is not None and w_sv is not None and np.array_equal(sv, w_sv)
+        assert len(pv) and np.array_equal(pv, w_pv)
