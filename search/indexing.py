@@ -10,6 +10,9 @@ holds a few batches of articles and the compact per-document state of the write 
 signatures, the document table), never the corpus: a million passages are written as
 segments of ``BATCH_ARTICLES`` articles and merged at the end.
 
+Copies cost no model time (:mod:`search.memo`): each distinct text is tagged once per
+batch and encoded once per batch and, while the write's memo keeps its vector, per write.
+
 Stage times (:class:`Clock`): ``encode`` and ``ner`` are the time each model ran;
 ``rest`` is the wall time during which no model was running, the share of the build
 that is not the models'.
@@ -31,6 +34,7 @@ import numpy as np
 
 from .backends import WriteBatch
 from .errors import IngestError
+from .memo import VectorMemo, distinct
 from .types import Article, Passage
 
 if TYPE_CHECKING:
@@ -107,39 +111,50 @@ def chunk_and_tag(articles: list[Article], tagger: Any, clock: Clock) -> Prepare
         units = [(u.start, u.end) for u in segmented if not u.heading]
         a.sentences = units
         prep.sentences.append([[(s, e) for s, e in units if s >= p.start and e <= p.end] for p in ps])
+    # Each distinct text is tagged once (syndicated copies): spans are in the article's own
+    # offsets, so a copy's are the same. (start, end, label) from any tagger, and a role
+    # from search.enrich's: checked (ValueError) before anything of the batch is stored.
+    firsts, where = distinct([a.text for a in articles])
+    texts, ids = [articles[i].text for i in firsts], [articles[i].id for i in firsts]
     with clock.busy("ner"):
-        texts = [a.text for a in articles]
-        # (start, end, label) from any tagger, and a role from search.enrich's: checked
-        # (ValueError) before anything of the batch is stored
-        for a, (ents, roles) in zip(articles, check_spans(texts, tagger(texts), [a.id for a in articles])):
-            a.entities, a.roles = ents, roles
+        tagged = check_spans(texts, tagger(texts), ids)
+    for a, j in zip(articles, where):
+        ents, roles = tagged[j]
+        a.entities, a.roles = list(ents), list(roles)  # each copy its own lists
     return prep
 
 
-def encode(embedder: Any, prep: Prepared, clock: Clock, tick: Callable[[int], None] | None) -> Prepared:
-    """The batch's passage and sentence vectors (the encoder thread)."""
+def encode(
+    embedder: Any,
+    prep: Prepared,
+    clock: Clock,
+    tick: Callable[[int], None] | None,
+    memo: VectorMemo | None = None,
+) -> Prepared:
+    """The batch's passage and sentence vectors (the encoder thread), each distinct text
+    encoded once in the batch and not again while ``memo`` (one per write) keeps it."""
     from .engine import dense_text
     from .text import headline
 
+    memo = memo or VectorMemo()
     arts = prep.articles
     texts = [dense_text(headline(a.title, a.text), p.text) for a, ps in zip(arts, prep.passages) for p in ps]
-    with clock.busy("encode"):
-        if texts:
-            prep.vectors = embedder.encode(texts, progress=tick)
-            info = getattr(embedder, "info", None)
-            prep.embedding = dict(info()) if callable(info) else {}
-            # Each sentence is encoded too, so the answer stage can tell which sentence
-            # states the asked fact in other words ("rose to head home" for "scored the
-            # winner") from vectors stored now, with no model at query time.
-            sent_texts = [a.text[s:e] for a in arts for s, e in a.sentences]
-            sv = embedder.encode(sent_texts).astype(np.float16) if sent_texts else None
-            at = 0
-            for a in arts:
-                n = len(a.sentences)
-                a.sentence_vectors = sv[at : at + n] if sv is not None else None
-                at += n
-        else:
-            prep.vectors = np.zeros((0, 0), np.float32)
+    if not texts:
+        prep.vectors = np.zeros((0, 0), np.float32)
+        return prep
+    prep.vectors = memo.encode(embedder, texts, clock, tick)
+    info = getattr(embedder, "info", None)
+    prep.embedding = dict(info()) if callable(info) else {}
+    # Each sentence is encoded too, so the answer stage can tell which sentence states the
+    # asked fact in other words ("rose to head home" for "scored the winner") from vectors
+    # stored now, with no model at query time.
+    sent_texts = [a.text[s:e] for a in arts for s, e in a.sentences]
+    sv = memo.encode(embedder, sent_texts, clock).astype(np.float16) if sent_texts else None
+    at = 0
+    for a in arts:
+        n = len(a.sentences)
+        a.sentence_vectors = sv[at : at + n] if sv is not None else None
+        at += n
     return prep
 
 
@@ -314,6 +329,7 @@ def run(
     threaded = getattr(engine.embedder, "backend", None) != "hash"
     pool: Any = ThreadPoolExecutor(max_workers=1, thread_name_prefix="encode") if threaded else _Inline()
     pending: Future[Prepared] | None = None
+    memo = VectorMemo()  # this write's only: the encoder thread alone uses it
     try:
         if expected is None:
             size = BATCH_ARTICLES
@@ -325,7 +341,7 @@ def run(
             done_articles += len(chunk)
             if progress:
                 progress("ner", done_articles, max(expected or 0, done_articles))
-            nxt = pool.submit(encode, engine.embedder, prep, clock, tick)
+            nxt = pool.submit(encode, engine.embedder, prep, clock, tick, memo)
             if pending is not None:
                 write(pending)
             pending = nxt
