@@ -845,3 +845,20 @@ def test_a_why_question_quotes_a_sentence_that_gives_a_cause() -> None:
     block = ask("why was Mourinho sent off in the final", [a])
     assert block.text is None
     assert "for taunting" in block.sentences[0].text
+
+
+def test_a_rare_focus_word_counts_more_than_one_every_sentence_names() -> None:
+    """``wfocus`` weighs each focus word by its rarity among the candidate sentences:
+    naming "France" (one sentence) says more than naming "England" (every sentence)."""
+    a = article(
+        "a",
+        "England lost to Argentina in the semi-final. England will face France in the play-off. "
+        "England fans left early.",
+        [("England", "GPE"), ("Argentina", "GPE"), ("France", "GPE")],
+    )
+    q = analyse("when do England play France")
+    sents, _ = collect(q, hits_of([a]), FakeEngine([a]).get_document)
+    by = {s.text.split()[2]: s for s in sents}
+    assert by["face"].wfocus == 1.0  # names both
+    assert by["to"].fshare == by["left"].fshare == 0.5
+    assert by["left"].wfocus < 0.5  # names only the word every sentence names
