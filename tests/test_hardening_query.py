@@ -147,6 +147,32 @@ def test_bad_arguments_stay_the_callers_mistake_and_a_damaged_index_is_index_for
             e.ask("who scored", mode="bm25")
 
 
+# -- a date filter at the end of the calendar ---------------------------------------------------
+@pytest.mark.parametrize("until", ["9999", "9999-12", "9999-12-31"])
+def test_a_bound_on_the_last_day_there_is_is_a_filter_not_damage(client: TestClient, until: str) -> None:
+    """Hardening: the end of year 9999 overflowed while the filter was typed, inside the
+    index read, so "until 9999" was "the index is damaged" (a 503 over HTTP)."""
+    for bound in ("until", "since"):
+        r = client.get("/search", params={"q": "who scored", bound: until, "mode": "bm25"})
+        assert r.status_code == 200, r.text
+
+
+def test_until_the_last_year_there_is_keeps_every_dated_article(hash_engine: Any) -> None:
+    from search.types import Article
+
+    text = "Lampard scored twice as Chelsea beat Portsmouth at Stamford Bridge."
+    hash_engine.add([Article(id="a", title="A", text=text, published="2005-03-01")])
+    assert [h.passage.doc_id for h in hash_engine.search("Lampard", filters={"until": "9999"})] == ["a"]
+    assert hash_engine.search("Lampard", filters={"since": "9999-12-31"}) == []
+
+
+@pytest.mark.parametrize("since", ["9999-12-31T23:59:59-05:00", "0001-01-01T00:00:00+05:00"])
+def test_a_date_outside_the_calendar_in_utc_is_400_bad_filter(client: TestClient, since: str) -> None:
+    r = client.get("/search", params={"q": "who scored", "since": since})
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["code"] == "bad_filter" and "not a date" in r.json()["error"]["message"]
+
+
 # -- `search eval` with a question file that is not one ---------------------------------------
 @pytest.mark.parametrize(
     ("content", "says"),
