@@ -147,6 +147,21 @@ def test_bad_arguments_stay_the_callers_mistake_and_a_damaged_index_is_index_for
             e.ask("who scored", mode="bm25")
 
 
+# -- k on Engine.ask, as Engine.search takes it ------------------------------------------------
+@pytest.mark.parametrize("k", [0, -1, 101, 10**9, True, 5.5, "5", None])
+@pytest.mark.parametrize("answer", [True, False])
+def test_ask_refuses_a_k_that_search_refuses(seed_index: Path, k: Any, answer: bool) -> None:
+    """Hardening: ask checked only max(k, 20) capped at 100, so k=0, -1 and 10**9 were taken
+    (k=-1 returned all passages but the last), and k="5" or None was a TypeError."""
+    from search.embed import HashEmbedder
+    from search.engine import Engine
+
+    with Engine.open(seed_index, embedder=HashEmbedder()) as e:
+        with pytest.raises(ValueError, match="k must be a whole number from 1 to 100"):
+            e.ask("who scored", k=k, answer=answer)
+        assert len(e.ask("who scored", k=100, answer=answer).hits) >= 1
+
+
 # -- a date filter at the end of the calendar ---------------------------------------------------
 @pytest.mark.parametrize("until", ["9999", "9999-12", "9999-12-31"])
 def test_a_bound_on_the_last_day_there_is_is_a_filter_not_damage(client: TestClient, until: str) -> None:
