@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from .backends import Backend, DocRecord, WriteBatch
-from .errors import IndexMissingError
+from .errors import IndexMissingError, IngestError
 from .types import Article
 
 if TYPE_CHECKING:
@@ -224,7 +224,15 @@ class Writes:
         """The corpus root of each path given to :meth:`add`, so an id never depends on how
         the file was added (``search index DIR`` and ``search add DIR/sub/file`` agree)."""
         if root is not None:
-            fixed = Path(root).resolve()
+            try:
+                fixed = Path(root).resolve()
+            except (OSError, RuntimeError) as e:  # RuntimeError: a symlink loop on older Pythons
+                from .ingest import printable
+
+                raise IngestError(
+                    f"the root {printable(str(root))} cannot be resolved ({getattr(e, 'strerror', None) or e}): "
+                    "give a folder as --root"
+                ) from None
             return lambda p: fixed
         folders = sorted(
             (Path(s) for s in self._backend.manifest().get("sources") or [] if Path(s).is_dir()),
@@ -237,7 +245,10 @@ class Writes:
                 # would one by one (``search add raw/cricket`` after ``search index raw``
                 # gives ``cricket/105.txt``); any other folder is its own root.
                 return next((f for f in folders if f in p.resolve().parents), None)
-            rp = str(p.resolve())
+            try:
+                rp = str(p.resolve())
+            except (OSError, RuntimeError):  # a symlink loop: reading it says so, for this file alone
+                return None
             # Indexed before (a document whose path is this file): keep its id. Its id is a
             # tail of the path, so look those up instead of reading every document.
             parts = rp.split("/")

@@ -243,3 +243,23 @@ def test_writer_killed_before_the_first_current(tmp_path: Path) -> None:
     with Engine.open(path, create=True, embedder=HashEmbedder()) as e:
         e.add([Article(id="a.txt", title="A", text=GOOD)])
         assert [d.id for d in e.documents()] == ["a.txt"]
+
+
+def test_a_symlink_loop_among_explicit_paths_costs_only_itself(tmp_path: Path) -> None:
+    """Hardening (found by scripts/hostile.py): `search add a.txt good.txt`, a.txt a link to
+    b.txt and b.txt to a.txt, was a RuntimeError traceback from resolving a.txt for its root,
+    and good.txt was lost with it; `search index` the same. A loop as --root was one too."""
+    from search.errors import IngestError
+
+    root = _corpus(tmp_path)
+    (root / "a.txt").symlink_to(root / "b.txt")
+    (root / "b.txt").symlink_to(root / "a.txt")
+    with Engine.open(tmp_path / "idx", create=True, embedder=HashEmbedder()) as e:
+        r = e.add([root / "a.txt", root / "good.txt"])
+        assert r.added == ["good.txt"], r
+        assert len(r.problems) == 1 and r.problems[0].startswith(str(root / "a.txt")), r.problems
+        r = e.index([root / "a.txt", root / "good.txt"])
+        assert {d.id for d in e.documents()} == {"good.txt"}
+        with pytest.raises(IngestError, match="give a folder as --root"):
+            e.add([root / "good.txt"], root=root / "a.txt")
+        assert {d.id for d in e.documents()} == {"good.txt"}
