@@ -225,6 +225,37 @@ def test_a_bad_question_file_is_one_line_naming_the_file(
     assert len(lines) == 1 and lines[0].startswith(f"Error: {qfile}") and says in lines[0], r.stderr
 
 
+@pytest.mark.skipif(not Path("/proc/self/mem").exists(), reason="needs /proc")
+def test_a_question_file_that_cannot_be_read_is_one_line_naming_it(
+    seed_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hardening: a question file the user may not read (PermissionError) or whose read fails
+    (EIO: /proc/self/mem stands for it, root reads every mode bit) was a traceback."""
+    import builtins
+
+    from click.testing import CliRunner
+
+    from search.cli import cli
+
+    monkeypatch.setenv("SEARCH_EMBEDDER", "hash")
+    locked = tmp_path / "locked.jsonl"
+    locked.write_text('{"id": "a", "question": "who scored", "answers": [], "evidence": []}\n')
+    real_open = builtins.open
+
+    def fake_open(path: Any, *a: Any, **kw: Any) -> Any:
+        if str(path) == str(locked):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *a, **kw)
+
+    monkeypatch.setattr(builtins, "open", fake_open)
+    for qfile, says in ((str(locked), "Permission denied"), ("/proc/self/mem", "Input/output error")):
+        r = CliRunner().invoke(cli, ["eval", qfile, "--index", str(seed_index), "--mode", "bm25"])
+        assert r.exception is None or isinstance(r.exception, SystemExit), r.exception
+        assert r.exit_code == 1, r.output
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"Error: {qfile}: cannot read") and says in lines[0]
+
+
 def test_min_confidence_nan_is_a_usage_mistake(
     seed_index: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
