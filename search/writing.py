@@ -275,11 +275,15 @@ class Writes:
             return True
         return False
 
-    def remove(self, doc_ids: Iterable[str]) -> WriteReport:
-        """Remove documents by id; ids not in the index are reported as missing."""
+    def remove(self, doc_ids: Iterable[str] | str) -> WriteReport:
+        """Remove documents by id (one id, or several); ids not in the index are reported as missing."""
         t0 = time.perf_counter()
         report = WriteReport()
-        ids = list(dict.fromkeys(doc_ids))
+        # One id is one id, not its characters (each of which may be another document's id).
+        ids = list(dict.fromkeys([doc_ids] if isinstance(doc_ids, str) else doc_ids))
+        bad = [d for d in ids if not isinstance(d, str)]
+        if bad:
+            raise ValueError(f"document ids are strings, not {bad[0]!r}")
         for d in ids:
             (report.removed if self._record_of(d) is not None else report.missing).append(d)
         if report.removed:
