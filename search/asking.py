@@ -75,9 +75,9 @@ class Asks(Retrieves):
         """
         t0 = time.perf_counter()
         opts = Query(filters, sort, offset, half_life)
-        depth = max(k, ANSWER_DEPTH) if answer else k
-        # A bad argument is the caller's mistake, told before any read of the index.
-        self._check_args(question, min(depth, MAX_K), mode, opts)
+        # A bad argument is the caller's mistake, told before any read of the index: k as
+        # search() takes it (the answer's deeper read, at most MAX_K, is then in range too).
+        self._check_args(question, k, mode, opts)
         with self._reading():
             return self._ask(question, k, mode, answer, collapse, opts, facets, t0)
 

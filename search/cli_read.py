@@ -200,13 +200,15 @@ def stats_cmd(as_json: bool, index_dir: str, backend: str, uri: str | None) -> N
     if as_json:
         click.echo(json.dumps(st))
         return
+    from rich.markup import escape
+
     c = _console()
     for key, val in st.items():
         if key == "size_bytes":
             key, val = "size", f"{val / 1e6:.1f} MB"
         elif isinstance(val, dict):
             val = ", ".join(f"{k}={v}" for k, v in val.items())
-        c.print(f"[bold]{key}[/]: {val}", highlight=False)
+        c.print(f"[bold]{key}[/]: {escape(str(val))}", highlight=False)  # a path may hold "[/]"
 
 
 @click.command("eval")

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from .cli_base import _err_console, _index_option
+from .cli_base import _err_console, _index_option, one_line
 from .errors import SearchError
 
 _EMBEDDERS = ["auto", "onnx", "onnx-int8", "sentence-transformers", "hash"]
@@ -73,7 +73,9 @@ def serve_cmd(
         h.strip() for h in os.environ.get("SEARCH_ALLOWED_HOSTS", "").split(",") if h.strip()
     ]
     if host not in LOOPBACK_HOSTS:
-        _err_console().print(f"warning: binding {host}: anyone who can reach it can query the index")
+        _err_console().print(
+            one_line(f"warning: binding {host}: anyone who can reach it can query the index"), markup=False
+        )
         hosts = hosts or ["*"]
     with _serving_engine(index_dir, backend, uri, embedder) as engine:
         app = create_app(engine, token=os.environ.get(TOKEN_ENV) or None, allowed_hosts=hosts or None)

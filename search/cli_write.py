@@ -239,11 +239,11 @@ def remove_cmd(
     elif report.removed:  # nothing removed: the error below is the one line
         c = _err_console()
         for d in report.missing:
-            c.print(f"warning: no document {d!r} in the index (see `search list`)")
+            c.print(one_line(f"warning: no document {d!r} in the index (see `search list`)"), markup=False)
         c.print(f"removed {len(report.removed)} document(s)")
     if not report.removed:
         raise click.ClickException(
-            f"none of the ids is in the index: {', '.join(doc_ids)} (see `search list`)"
+            one_line(f"none of the ids is in the index: {', '.join(doc_ids)} (see `search list`)")
         )
 
 

@@ -61,7 +61,10 @@ def parse_date(value: str | None) -> datetime | None:
         return None
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=timezone.utc)
-    return dt.astimezone(timezone.utc)
+    try:
+        return dt.astimezone(timezone.utc)
+    except OverflowError:  # 9999-12-31T23:59:59-05:00 is in year 10000 in UTC: no date we read
+        return None
 
 
 def timestamp(value: str | None) -> float | None:
@@ -81,12 +84,15 @@ def end_of(value: str) -> datetime:
     start = parse_date(value)
     assert start is not None
     s = value.strip()
-    if _YEAR.match(s):
-        nxt = start.replace(year=start.year + 1)
-    elif _YEAR_MONTH.match(s):
-        nxt = (start + timedelta(days=32)).replace(day=1)
-    else:
-        nxt = start + timedelta(days=1)
+    try:
+        if _YEAR.match(s):
+            nxt = start.replace(year=start.year + 1)
+        elif _YEAR_MONTH.match(s):
+            nxt = (start + timedelta(days=32)).replace(day=1)
+        else:
+            nxt = start + timedelta(days=1)
+    except (OverflowError, ValueError):  # the last day, month or year there is (9999)
+        return datetime.max.replace(tzinfo=timezone.utc)
     return nxt - timedelta(microseconds=1)
 
 

@@ -45,7 +45,11 @@ def read_questions(path: str | Path) -> list[Question]:
     from .engine import Engine
 
     out: list[Question] = []
-    with open(p, encoding="utf-8") as f:
+    try:
+        f = open(p, encoding="utf-8")
+    except OSError as e:  # not ours to read (permissions)
+        raise IngestError(f"{p}: cannot read the file ({e.strerror or e}): check it") from None
+    with f:
         try:
             for n, line in enumerate(f, 1):
                 if not line.strip():
@@ -72,6 +76,8 @@ def read_questions(path: str | Path) -> list[Question]:
             raise IngestError(
                 f"{p}: not UTF-8 text: give a .jsonl question file (one JSON object a line)"
             ) from None
+        except OSError as e:  # the read itself failed (EIO)
+            raise IngestError(f"{p}: cannot read the file ({e.strerror or e}): check it") from None
     if not out:
         raise IngestError(f"{p}: no questions found")
     return out

@@ -154,7 +154,7 @@ def print_documents(
         console.print()
         console.print(Text("Near-duplicate groups (first copy ← copies):", style="bold"))
         for first, copies in sorted(groups.items()):
-            console.print(f"  {first} ← {', '.join(copies)}")
+            console.print(f"  {first} ← {', '.join(copies)}", markup=False, highlight=False)
     total = len(docs) if total is None else total
     shown = f"{offset + 1}-{offset + len(docs)} of {total}" if len(docs) < total else f"{total}"
     console.print(Text(f"{shown} documents", style="dim"))

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from .backends import Backend, DocRecord, WriteBatch
-from .errors import IndexMissingError
+from .errors import IndexMissingError, IngestError
 from .types import Article
 
 if TYPE_CHECKING:
@@ -224,7 +224,15 @@ class Writes:
         """The corpus root of each path given to :meth:`add`, so an id never depends on how
         the file was added (``search index DIR`` and ``search add DIR/sub/file`` agree)."""
         if root is not None:
-            fixed = Path(root).resolve()
+            try:
+                fixed = Path(root).resolve()
+            except (OSError, RuntimeError) as e:  # RuntimeError: a symlink loop on older Pythons
+                from .ingest import printable
+
+                raise IngestError(
+                    f"the root {printable(str(root))} cannot be resolved ({getattr(e, 'strerror', None) or e}): "
+                    "give a folder as --root"
+                ) from None
             return lambda p: fixed
         folders = sorted(
             (Path(s) for s in self._backend.manifest().get("sources") or [] if Path(s).is_dir()),
@@ -237,7 +245,10 @@ class Writes:
                 # would one by one (``search add raw/cricket`` after ``search index raw``
                 # gives ``cricket/105.txt``); any other folder is its own root.
                 return next((f for f in folders if f in p.resolve().parents), None)
-            rp = str(p.resolve())
+            try:
+                rp = str(p.resolve())
+            except (OSError, RuntimeError):  # a symlink loop: reading it says so, for this file alone
+                return None
             # Indexed before (a document whose path is this file): keep its id. Its id is a
             # tail of the path, so look those up instead of reading every document.
             parts = rp.split("/")
@@ -264,11 +275,15 @@ class Writes:
             return True
         return False
 
-    def remove(self, doc_ids: Iterable[str]) -> WriteReport:
-        """Remove documents by id; ids not in the index are reported as missing."""
+    def remove(self, doc_ids: Iterable[str] | str) -> WriteReport:
+        """Remove documents by id (one id, or several); ids not in the index are reported as missing."""
         t0 = time.perf_counter()
         report = WriteReport()
-        ids = list(dict.fromkeys(doc_ids))
+        # One id is one id, not its characters (each of which may be another document's id).
+        ids = list(dict.fromkeys([doc_ids] if isinstance(doc_ids, str) else doc_ids))
+        bad = [d for d in ids if not isinstance(d, str)]
+        if bad:
+            raise ValueError(f"document ids are strings, not {bad[0]!r}")
         for d in ids:
             (report.removed if self._record_of(d) is not None else report.missing).append(d)
         if report.removed:

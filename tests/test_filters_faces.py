@@ -255,6 +255,11 @@ def test_bbc_records_keep_their_category() -> None:
         ("Tue, 01 Mar 2005 18:30:00 -0500", "2005-03-01T23:30:00Z"),
         ("1 March 2005", "2005-03-01T00:00:00Z"),
         ("not a date", None),
+        # In year 10000 or year 0 once in UTC (hardening: an OverflowError traceback, and
+        # the whole `search add` batch lost, from one record's date).
+        ("9999-12-31T23:59:59-05:00", None),
+        ("0001-01-01T00:00:00+05:00", None),
+        ("Fri, 31 Dec 9999 23:59:59 -0500", None),
     ],
 )
 def test_dates_parse_to_utc(raw: str, utc: str | None) -> None:

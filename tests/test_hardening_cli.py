@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -236,3 +237,47 @@ def test_help_and_version_still_exit_0(workdir: Path) -> None:
             [sys.executable, "-m", "search", *args], env=_env(), capture_output=True, text=True
         )
         assert r.returncode == 0 and r.stdout and not r.stderr, (args, r.stderr)
+
+
+# -- ids and paths that look like rich markup are text ------------------------------------------
+def test_ids_and_paths_that_look_like_markup_are_printed_as_they_are(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hardening: rich read "[/]" in an id or a path as a closing tag (MarkupError): `search
+    list` showed a traceback at its near-duplicate groups, `search remove` after the removal
+    was committed (exit 1), `search stats` for an index folder named so, and `search serve`
+    on such a --host. A newline in an id made `remove`'s error two lines."""
+    import json
+
+    story = "Kane scored the winner in the 90th minute as England beat Wales 2-1 at Wembley tonight."
+    recs = [
+        {"id": "[/]a", "text": story},
+        {"id": "[/]b", "text": story},
+        {"id": "[bold]c", "text": "Saka scored."},
+    ]
+    (workdir / "odd.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs), encoding="utf-8")
+    idx = str(workdir / "ix[/]")
+
+    def run(*args: str) -> Any:
+        return CliRunner().invoke(cli, [*args, "--index", idx])
+
+    r = run("index", str(workdir / "odd.jsonl"))
+    assert r.exit_code == 0, r.output
+    r = run("list")
+    assert r.exit_code == 0 and r.exception is None, r.output
+    assert "[/]a ← [/]b" in r.stdout and "[bold]c" in r.stdout
+    r = run("stats")
+    assert r.exit_code == 0 and r.exception is None, r.output
+    assert idx in r.stdout
+    r = run("remove", "[bold]c", "[/]nope")
+    assert r.exit_code == 0 and r.exception is None, r.output
+    assert "no document '[/]nope'" in r.stderr
+    r = run("remove", "x\ny")
+    assert r.exit_code == 1 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "x\\ny" in r.stderr
+    import search.server
+
+    monkeypatch.setattr(search.server, "serve", lambda *a, **kw: None)
+    r = run("serve", "--host", "[/]", "--embedder", "hash")
+    assert r.exit_code == 0 and r.exception is None, r.output
+    assert "warning: binding [/]" in r.stderr

@@ -147,6 +147,47 @@ def test_bad_arguments_stay_the_callers_mistake_and_a_damaged_index_is_index_for
             e.ask("who scored", mode="bm25")
 
 
+# -- k on Engine.ask, as Engine.search takes it ------------------------------------------------
+@pytest.mark.parametrize("k", [0, -1, 101, 10**9, True, 5.5, "5", None])
+@pytest.mark.parametrize("answer", [True, False])
+def test_ask_refuses_a_k_that_search_refuses(seed_index: Path, k: Any, answer: bool) -> None:
+    """Hardening: ask checked only max(k, 20) capped at 100, so k=0, -1 and 10**9 were taken
+    (k=-1 returned all passages but the last), and k="5" or None was a TypeError."""
+    from search.embed import HashEmbedder
+    from search.engine import Engine
+
+    with Engine.open(seed_index, embedder=HashEmbedder()) as e:
+        with pytest.raises(ValueError, match="k must be a whole number from 1 to 100"):
+            e.ask("who scored", k=k, answer=answer)
+        assert len(e.ask("who scored", k=100, answer=answer).hits) >= 1
+
+
+# -- a date filter at the end of the calendar ---------------------------------------------------
+@pytest.mark.parametrize("until", ["9999", "9999-12", "9999-12-31"])
+def test_a_bound_on_the_last_day_there_is_is_a_filter_not_damage(client: TestClient, until: str) -> None:
+    """Hardening: the end of year 9999 overflowed while the filter was typed, inside the
+    index read, so "until 9999" was "the index is damaged" (a 503 over HTTP)."""
+    for bound in ("until", "since"):
+        r = client.get("/search", params={"q": "who scored", bound: until, "mode": "bm25"})
+        assert r.status_code == 200, r.text
+
+
+def test_until_the_last_year_there_is_keeps_every_dated_article(hash_engine: Any) -> None:
+    from search.types import Article
+
+    text = "Lampard scored twice as Chelsea beat Portsmouth at Stamford Bridge."
+    hash_engine.add([Article(id="a", title="A", text=text, published="2005-03-01")])
+    assert [h.passage.doc_id for h in hash_engine.search("Lampard", filters={"until": "9999"})] == ["a"]
+    assert hash_engine.search("Lampard", filters={"since": "9999-12-31"}) == []
+
+
+@pytest.mark.parametrize("since", ["9999-12-31T23:59:59-05:00", "0001-01-01T00:00:00+05:00"])
+def test_a_date_outside_the_calendar_in_utc_is_400_bad_filter(client: TestClient, since: str) -> None:
+    r = client.get("/search", params={"q": "who scored", "since": since})
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["code"] == "bad_filter" and "not a date" in r.json()["error"]["message"]
+
+
 # -- `search eval` with a question file that is not one ---------------------------------------
 @pytest.mark.parametrize(
     ("content", "says"),
@@ -182,6 +223,37 @@ def test_a_bad_question_file_is_one_line_naming_the_file(
     assert r.exit_code == 1, r.output
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"Error: {qfile}") and says in lines[0], r.stderr
+
+
+@pytest.mark.skipif(not Path("/proc/self/mem").exists(), reason="needs /proc")
+def test_a_question_file_that_cannot_be_read_is_one_line_naming_it(
+    seed_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hardening: a question file the user may not read (PermissionError) or whose read fails
+    (EIO: /proc/self/mem stands for it, root reads every mode bit) was a traceback."""
+    import builtins
+
+    from click.testing import CliRunner
+
+    from search.cli import cli
+
+    monkeypatch.setenv("SEARCH_EMBEDDER", "hash")
+    locked = tmp_path / "locked.jsonl"
+    locked.write_text('{"id": "a", "question": "who scored", "answers": [], "evidence": []}\n')
+    real_open = builtins.open
+
+    def fake_open(path: Any, *a: Any, **kw: Any) -> Any:
+        if str(path) == str(locked):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *a, **kw)
+
+    monkeypatch.setattr(builtins, "open", fake_open)
+    for qfile, says in ((str(locked), "Permission denied"), ("/proc/self/mem", "Input/output error")):
+        r = CliRunner().invoke(cli, ["eval", qfile, "--index", str(seed_index), "--mode", "bm25"])
+        assert r.exception is None or isinstance(r.exception, SystemExit), r.exception
+        assert r.exit_code == 1, r.output
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"Error: {qfile}: cannot read") and says in lines[0]
 
 
 def test_min_confidence_nan_is_a_usage_mistake(

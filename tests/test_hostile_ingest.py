@@ -164,6 +164,26 @@ def test_lone_surrogates_cost_only_their_record(tmp_path: Path) -> None:
     text.encode("utf-8")  # every message can be printed
 
 
+def test_a_date_out_of_range_costs_only_the_date(tmp_path: Path) -> None:
+    """Hardening: a published date that is in year 10000 once in UTC was an OverflowError
+    traceback from `search add`, and every other record of the batch was lost."""
+    root = _corpus(tmp_path)
+    (root / "d.jsonl").write_text(
+        json.dumps({"id": "late", "text": GOOD, "published": "9999-12-31T23:59:59-05:00"})
+        + "\n"
+        + json.dumps({"id": "early", "text": GOOD, "published": "0001-01-01T00:00:00+05:00"})
+        + "\n"
+        + json.dumps({"id": "fine", "text": GOOD, "published": "2005-03-01"})
+        + "\n",
+        encoding="utf-8",
+    )
+    arts, _ = ingest.load(root)
+    got = {a.id: (a.published, a.published_ts) for a in arts}
+    assert set(got) == {"good.txt", "late", "early", "fine"}
+    assert got["late"] == ("9999-12-31T23:59:59-05:00", None)  # the raw string is kept
+    assert got["early"][1] is None and got["fine"][1] is not None
+
+
 def test_engine_skips_an_article_with_a_surrogate(hash_engine) -> None:
     r = hash_engine.add(
         [Article(id="x", title="T", text="goal \ud800 goal"), Article(id="y", title="Y", text=GOOD)]
@@ -223,3 +243,23 @@ def test_writer_killed_before_the_first_current(tmp_path: Path) -> None:
     with Engine.open(path, create=True, embedder=HashEmbedder()) as e:
         e.add([Article(id="a.txt", title="A", text=GOOD)])
         assert [d.id for d in e.documents()] == ["a.txt"]
+
+
+def test_a_symlink_loop_among_explicit_paths_costs_only_itself(tmp_path: Path) -> None:
+    """Hardening (found by scripts/hostile.py): `search add a.txt good.txt`, a.txt a link to
+    b.txt and b.txt to a.txt, was a RuntimeError traceback from resolving a.txt for its root,
+    and good.txt was lost with it; `search index` the same. A loop as --root was one too."""
+    from search.errors import IngestError
+
+    root = _corpus(tmp_path)
+    (root / "a.txt").symlink_to(root / "b.txt")
+    (root / "b.txt").symlink_to(root / "a.txt")
+    with Engine.open(tmp_path / "idx", create=True, embedder=HashEmbedder()) as e:
+        r = e.add([root / "a.txt", root / "good.txt"])
+        assert r.added == ["good.txt"], r
+        assert len(r.problems) == 1 and r.problems[0].startswith(str(root / "a.txt")), r.problems
+        r = e.index([root / "a.txt", root / "good.txt"])
+        assert {d.id for d in e.documents()} == {"good.txt"}
+        with pytest.raises(IngestError, match="give a folder as --root"):
+            e.add([root / "good.txt"], root=root / "a.txt")
+        assert {d.id for d in e.documents()} == {"good.txt"}

@@ -71,6 +71,19 @@ def test_replace_and_remove(hash_engine) -> None:
         assert all(h.passage.doc_id != "a.txt" for h in hash_engine.search("penalty Kane", k=10, mode=mode))
 
 
+def test_remove_takes_one_id_as_one_id(hash_engine) -> None:
+    """Hardening: remove("a.txt") iterated the string, so it removed the documents whose ids
+    are single characters of it ("a", "t") and reported the rest missing; a.txt stayed."""
+    short = [Article(id=c, title=c, text=f"Kane scored goal number {i}.") for i, c in enumerate("at")]
+    hash_engine.add([A, B, *short])
+    r = hash_engine.remove("a.txt")
+    assert r.removed == ["a.txt"] and r.missing == []
+    assert {d.id for d in hash_engine.documents()} == {"b.txt", "a", "t"}
+    with pytest.raises(ValueError, match="document ids are strings"):
+        hash_engine.remove(["b.txt", None])
+    assert {d.id for d in hash_engine.documents()} == {"b.txt", "a", "t"}
+
+
 def test_missing_index_and_not_an_index(tmp_path: Path) -> None:
     with pytest.raises(IndexMissingError, match="search index"):
         Engine.open(tmp_path / "nope")
