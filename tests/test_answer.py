@@ -594,6 +594,29 @@ def test_a_role_word_the_model_took_into_a_name_is_trimmed() -> None:
     assert "Petr Cech" in texts and "Keeper Petr Cech" not in texts
 
 
+def test_the_question_s_own_scoreline_is_not_its_answer_and_money_keeps_its_sign() -> None:
+    """ "What did Mourinho call the 5-4 scoreline" was answered "5-4": the question's word was
+    compared by its parts ("5", "4"). "£7million" was answered "7million": the model's span
+    left the sign out."""
+    arts = [
+        article(
+            "spurs.txt",
+            "Arsenal ran out 5-4 winners at Spurs, a result Mourinho called a hockey score.",
+            [("Arsenal", "ORG"), ("5-4", "SCORE"), ("Spurs", "ORG"), ("Mourinho", "PERSON")],
+        ),
+        article(
+            "umbro.txt",
+            "The FAI has signed a £7million, six-year sponsorship deal with Umbro.",
+            [("FAI", "ORG"), ("7million", "MONEY"), ("six-year", "DURATION"), ("Umbro", "ORG")],
+        ),
+    ]
+    assert "5-4" not in candidate_texts("What did Mourinho call the 5-4 scoreline at Spurs?", arts[:1])
+    assert "5-4" in candidate_texts("What was the score at Spurs?", arts[:1])
+    assert candidate_texts("How much is the FAI's sponsorship deal with Umbro worth?", arts[1:]) == {
+        "£7million"
+    }
+
+
 def test_rival_says_whose_value_a_candidate_is() -> None:
     """A name the question does not give, beside the value, makes it someone else's."""
     from search.answer.agreement import Cluster

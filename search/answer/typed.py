@@ -25,6 +25,7 @@ SUBJECT_LABELS = frozenset({"PERSON", "ORG", "GPE", "NORP"})
 _WORD_RE = re.compile(r"[^\W_]+")  # an entity this many words from the question's matched words counts half
 _LEAD_THE = re.compile(r"^(?:the|a|an)\s+", re.I)
 _POSSESSIVE = re.compile(r"['’]s?$")
+_CURRENCY = "£$€"
 _LETTER = re.compile(r"[^\W\d_]")
 _NEEDS_LETTERS = frozenset({"person", "team", "club", "place", "city"})
 _NUMBERISH = re.compile(
@@ -112,6 +113,8 @@ def candidates(q: QuestionInfo, sents: list[Sent]) -> list[Candidate]:
         first = True
         for k, (a, b, label) in enumerate(s.ents):
             a, b = _trim(s.article.text, a, b)
+            if label == "MONEY" and a > 0 and s.article.text[a - 1] in _CURRENCY:
+                a -= 1  # "£7million": the model's span may leave the sign out
             text = s.article.text[a:b]
             fit = q.fit(label, text, s.article.text[b : b + AFTER])
             if fit <= 0:
@@ -123,7 +126,7 @@ def candidates(q: QuestionInfo, sents: list[Sent]) -> list[Candidate]:
                 continue
             if q.atype in numeric and not _NUMBERISH.search(text):
                 continue
-            words = words_of(text)
+            words = words_of(text) | {fold(text)}  # "5-4" is one word of the question
             own = words & qwords and not words <= q.options  # "a header or a shot" offers its answers
             if own or (acronyms and _initials(text) in acronyms):
                 continue  # the question's own subject ("QPR": Queens Park Rangers) is not its answer
