@@ -144,6 +144,11 @@ WINNER = [
         ("who was in charge when Santini quit", "person"),  # the main clause asks, not "when"
         ("why did he turn the job down", "reason"),
         ("which paper did he tell he did not know why he was dropped", "name"),
+        ("what reason did Bayern give for leaving him at home", "reason"),
+        # a role word in the subject the question names is not the kind it asks for
+        ("what did new Scotland boss Walter Smith organise instead of a friendly", "sentence"),
+        ("what operation did Middlesbrough teenager James Morrison undergo", "name"),
+        ("which Fulham goalkeeper have Arsenal been linked with", "person"),
     ],
 )
 def test_question_types(question: str, atype: str) -> None:
