@@ -4,6 +4,7 @@ among explicit paths, and library log lines that must not reach the user without
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -281,3 +282,14 @@ def test_ids_and_paths_that_look_like_markup_are_printed_as_they_are(
     r = run("serve", "--host", "[/]", "--embedder", "hash")
     assert r.exit_code == 0 and r.exception is None, r.output
     assert "warning: binding [/]" in r.stderr
+
+
+# -- hardening: a warning's ":100:" is a line number, not an emoji --------------------------
+def test_a_line_number_in_a_warning_is_not_turned_into_an_emoji(workdir: Path) -> None:
+    """rich replaced ``:100:`` by 💯, so every warning for line 100 of a file lost its line."""
+    good = json.dumps({"id": "g", "title": "Cup", "text": "Messi scored the winner in the final."})
+    feed = workdir / "feed.jsonl"
+    feed.write_text("\n".join([good] + ["{}"] * 98 + ["{not json"]) + "\n", encoding="utf-8")
+    r = CliRunner().invoke(cli, ["add", str(feed)], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    assert "\U0001f4af" not in r.stderr and f"{feed}:100: malformed JSON" in r.stderr, r.stderr
