@@ -18,11 +18,25 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from .backends import Backend, DocRecord, WriteBatch
+from .documents import check_id
 from .errors import IndexMissingError, IngestError
 from .types import Article
 
 if TYPE_CHECKING:
     from .engine import Engine
+
+
+_TAKES = "add takes paths (str or os.PathLike) and Article objects, one or an iterable of them"
+
+
+def _shown(x: object) -> str:
+    r = repr(x)
+    return r if len(r) <= 80 else f"a {type(x).__name__}"
+
+
+def _check_item(i: int, a: object) -> None:
+    if not isinstance(a, (str, os.PathLike, Article)):
+        raise ValueError(f"{_TAKES}; item {i} is {_shown(a)}")
 
 
 @dataclass
@@ -121,12 +135,16 @@ class Writes:
         report = WriteReport()
         if isinstance(items, (str, os.PathLike, Article)):
             items = [items]
+        elif isinstance(items, (bytes, bytearray)) or not isinstance(items, Iterable):
+            raise ValueError(f"{_TAKES}, not {_shown(items)}")
         # A list is counted first (for the batch size and the ETA); any other iterable is
         # read once, as the write goes, and says how long it is only if it can
         # (``__length_hint__``); its paths are collected as they come and read after its
         # articles, as a list's are.
         counted = isinstance(items, Sequence)
         if isinstance(items, Sequence):
+            for i, a in enumerate(items):
+                _check_item(i, a)  # before anything is read or written
             paths = [Path(p) for p in items if not isinstance(p, Article)]
             expected: int | None = len(items) - len(paths) + indexing.estimate_articles(paths)
         else:
@@ -154,7 +172,8 @@ class Writes:
             yield a
 
         def stream() -> Iterator[Article]:
-            for a in items:
+            for i, a in enumerate(items):
+                _check_item(i, a)  # an iterator's: raised mid-write, which then leaves the index
                 if isinstance(a, Article):
                     # Checked on its own: one bad article costs only itself.
                     if why := check_article(a):
@@ -280,10 +299,10 @@ class Writes:
         t0 = time.perf_counter()
         report = WriteReport()
         # One id is one id, not its characters (each of which may be another document's id).
-        ids = list(dict.fromkeys([doc_ids] if isinstance(doc_ids, str) else doc_ids))
-        bad = [d for d in ids if not isinstance(d, str)]
-        if bad:
-            raise ValueError(f"document ids are strings, not {bad[0]!r}")
+        ids = [doc_ids] if isinstance(doc_ids, str) else list(doc_ids)
+        for d in ids:
+            check_id(d)
+        ids = list(dict.fromkeys(ids))
         for d in ids:
             (report.removed if self._record_of(d) is not None else report.missing).append(d)
         if report.removed:

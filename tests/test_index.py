@@ -84,6 +84,38 @@ def test_remove_takes_one_id_as_one_id(hash_engine) -> None:
     assert {d.id for d in hash_engine.documents()} == {"b.txt", "a", "t"}
 
 
+@pytest.mark.parametrize(
+    ("items", "says"),
+    [
+        (None, "not None"),
+        (5, "not 5"),
+        (b"a.txt", "not b'a.txt'"),
+        ([A, None], "item 1 is None"),
+        ([B, 5], "item 1 is 5"),
+        (iter([A, None]), "item 1 is None"),
+    ],
+)
+def test_add_of_what_is_not_a_path_or_an_article_says_what_add_takes(
+    hash_engine, items: object, says: str
+) -> None:
+    """Hardening: add(None) was "'NoneType' object is not iterable", add([None]) "expected
+    str, bytes or os.PathLike object": neither said what add takes. Nothing is written."""
+    hash_engine.add([B])
+    with pytest.raises(ValueError, match="add takes paths .* and Article objects") as got:
+        hash_engine.add(items)
+    assert says in str(got.value)
+    assert [d.id for d in hash_engine.documents()] == ["b.txt"]
+
+
+@pytest.mark.parametrize("doc_id", [5, None, b"a.txt", ["a.txt"]])
+def test_a_document_id_that_is_not_a_string_says_so(hash_engine, doc_id: object) -> None:
+    """Hardening: get_document(5) was "'int' object has no attribute 'encode'"."""
+    hash_engine.add([A])
+    for read in (hash_engine.get_document, hash_engine.document_record, hash_engine.passages_of):
+        with pytest.raises(ValueError, match=r"document ids are strings, not .*: give the id as text"):
+            read(doc_id)
+
+
 def test_missing_index_and_not_an_index(tmp_path: Path) -> None:
     with pytest.raises(IndexMissingError, match="search index"):
         Engine.open(tmp_path / "nope")
