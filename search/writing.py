@@ -151,7 +151,21 @@ class Writes:
             paths = []
             expected = operator.length_hint(items, 0) or None
         old_ids = self._doc_ids() if reset else []
-        read_from: dict[str, str] = {}  # id -> the file it was read from (a duplicate id is warned about)
+        # id -> the file it was read from ("" for an Article given): a duplicate id is warned about
+        read_from: dict[str, str] = {}
+
+        def also(a: Article, where: str) -> None:
+            """Warn when ``a``'s id came earlier in this write (the later one is kept)."""
+            if a.id in read_from:
+                prev = read_from[a.id]
+                if prev:
+                    earlier = f"read from {prev}"
+                else:
+                    earlier = "given as an Article in this add" if where else "given earlier in this add"
+                msg = f"document id {a.id!r} was also {earlier}; the later one is kept"
+                report.problems.append(str(IngestProblem(where or a.id, msg, level="warning")))
+            read_from[a.id] = where
+
         written: set[str] = set()  # ids this call writes (the last version of each wins)
         unchanged: set[str] = set()
 
@@ -179,6 +193,7 @@ class Writes:
                     if why := check_article(a):
                         report.problems.append(f"{printable(a.id)}: {why}")
                     else:
+                        also(a, "")
                         yield from admit(a)
                 elif not counted:
                     paths.append(Path(a))
@@ -189,18 +204,7 @@ class Writes:
                     if isinstance(item, IngestProblem):
                         report.problems.append(str(item))
                         continue
-                    if item.id in read_from:
-                        report.problems.append(
-                            str(
-                                IngestProblem(
-                                    item.path or str(p),
-                                    f"document id {item.id!r} was also read from {read_from[item.id]}; "
-                                    "the later one is kept",
-                                    level="warning",
-                                )
-                            )
-                        )
-                    read_from[item.id] = item.path or str(p)
+                    also(item, item.path or str(p))
                     if not reset and self._collides(item, replace, report):
                         continue
                     yield from admit(item)

@@ -107,6 +107,25 @@ def test_add_of_what_is_not_a_path_or_an_article_says_what_add_takes(
     assert [d.id for d in hash_engine.documents()] == ["b.txt"]
 
 
+def test_a_duplicate_id_among_articles_is_warned_about_as_from_files(hash_engine, tmp_path: Path) -> None:
+    """Hardening: add([A, A2]) with one id kept the last silently, while two JSONL records
+    with one id gave a warning. Both warn now, in the same words; the later one is kept."""
+    a2 = Article(id="a.txt", title="Penalty", text="Kane missed a penalty in the first half.")
+    r = hash_engine.add([A, B, a2])
+    assert r.added == ["a.txt", "b.txt"]
+    assert r.problems == [
+        "warning: a.txt: document id 'a.txt' was also given earlier in this add; the later one is kept"
+    ]
+    assert hash_engine.get_document("a.txt").title == "Penalty"
+    feed = tmp_path / "feed.jsonl"
+    feed.write_text(json.dumps({"id": "b.txt", "title": "Later", "text": "Messi scored twice."}) + "\n")
+    r = hash_engine.add([B, feed])
+    assert r.problems == [
+        f"warning: {feed}: document id 'b.txt' was also given as an Article in this add; the later one is kept"
+    ]
+    assert hash_engine.get_document("b.txt").title == "Later"
+
+
 @pytest.mark.parametrize("doc_id", [5, None, b"a.txt", ["a.txt"]])
 def test_a_document_id_that_is_not_a_string_says_so(hash_engine, doc_id: object) -> None:
     """Hardening: get_document(5) was "'int' object has no attribute 'encode'"."""
