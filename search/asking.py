@@ -11,7 +11,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from .backends import DocRecord
-from .documents import found
+from .documents import check_id, found
 from .facets import Facets
 from .filters import Filters
 from .fusion import Mode
@@ -146,9 +146,11 @@ class _Pinned:
         self._view = view
 
     def get_document(self, doc_id: str) -> Article:
+        check_id(doc_id)
         return found(self._view.article(doc_id), doc_id)
 
     def document_record(self, doc_id: str) -> DocRecord:
+        check_id(doc_id)
         return found(self._view.doc(doc_id), doc_id)
 
     def __getattr__(self, name: str) -> Any:

@@ -19,16 +19,17 @@ SEEDS = "seeds"
 MODES = ["hybrid", "bm25", "dense"]
 
 
+# emoji=False: ``feed.jsonl:100:`` (a line number) or ``:fire:`` in a title is text, not 💯 or 🔥.
 def _err_console() -> Any:
     from rich.console import Console
 
-    return Console(stderr=True, highlight=False)
+    return Console(stderr=True, highlight=False, emoji=False)
 
 
 def _console() -> Any:
     from rich.console import Console
 
-    return Console(highlight=False)
+    return Console(highlight=False, emoji=False)
 
 
 def _open(

@@ -9,6 +9,7 @@ removed, near-duplicates, and where the time went) or, with ``--json``, the repo
 from __future__ import annotations
 
 import json
+import re
 import signal
 import sys
 import threading
@@ -78,11 +79,48 @@ def _progress_bar() -> tuple[Any, Callable[[str, int, int], None]]:
     return prog, cb
 
 
+SHOWN_PER_KIND = 20  # warnings of one kind printed before the rest are only counted (not with -v)
+_WHERE = re.compile(r"^(?:warning: )?.*?: ")  # the file (and line) a problem names first
+_PARENS = re.compile(r"\([^()]*\)")
+_QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'")
+_PATHISH = re.compile(r"\S*/\S*")
+_NUMBER = re.compile(r"(?<![\w-])\d[\d,.]*")
+
+
+def problem_kind(problem: str) -> str:
+    """What went wrong, without where or the particulars: ``b4.jsonl:7: malformed JSON
+    (Expecting value at column 1); fix or remove the line`` is ``malformed JSON``. Only
+    groups warnings for display, so a message it reads oddly is still shown, not lost."""
+    msg = _WHERE.sub("", problem, count=1)
+    while (bare := _PARENS.sub("", msg)) != msg:  # "(<unknown>:1:2: not (well) formed)"
+        msg = bare
+    msg = _QUOTED.sub("…", msg).split(";", 1)[0]
+    msg = _NUMBER.sub("N", _PATHISH.sub("…", msg))
+    return " ".join(msg.split()) or problem
+
+
 def _print_report(report: Any, what: str) -> None:
     c = _err_console()
+    ctx = click.get_current_context(silent=True)
+    verbose = bool(ctx and ctx.find_root().params.get("verbose"))
+    seen: dict[str, int] = {}  # kind → warnings of it so far
     for p in report.problems:
-        line = one_line(p if p.startswith("warning: ") else f"warning: {p}")
-        c.print(line, markup=False, soft_wrap=True)
+        kind = problem_kind(p)
+        seen[kind] = seen.get(kind, 0) + 1
+        if verbose or seen[kind] <= SHOWN_PER_KIND:
+            line = one_line(p if p.startswith("warning: ") else f"warning: {p}")
+            c.print(line, markup=False, soft_wrap=True)
+    command = f"search -v {ctx.info_name}" if ctx else "search -v"
+    for kind, n in seen.items():
+        if not verbose and n > SHOWN_PER_KIND:
+            c.print(
+                one_line(
+                    f"warning: ... and {n - SHOWN_PER_KIND:,} more like this: {kind} "
+                    f"(see them all with `{command}` or --json)"
+                ),
+                markup=False,
+                soft_wrap=True,
+            )
     parts = []
     if report.added:
         parts.append(f"{len(report.added)} added")

@@ -42,11 +42,13 @@ class Documents:
         return f.check(kinds)
 
     def get_document(self, doc_id: str) -> Article:
+        check_id(doc_id)
         with self._reading():
             self._backend.refresh()
             return found(self._backend.article(doc_id), doc_id)
 
     def document_record(self, doc_id: str) -> DocRecord:
+        check_id(doc_id)
         with self._reading():
             return found(self._backend.doc(doc_id), doc_id)
 
@@ -72,6 +74,7 @@ class Documents:
         return docs[offset:end], len(docs)
 
     def passages_of(self, doc_id: str) -> list[Passage]:
+        check_id(doc_id)
         with self._reading():
             return self._backend.passages_of(doc_id)
 
@@ -104,6 +107,16 @@ class Documents:
 
 
 T = TypeVar("T")
+
+
+def check_id(doc_id: object) -> None:
+    """A document id is a string: anything else is a ValueError saying so (``5`` was
+    "'int' object has no attribute 'encode'" from deep in a backend)."""
+    if not isinstance(doc_id, str):
+        shown = repr(doc_id) if len(repr(doc_id)) <= 80 else f"a {type(doc_id).__name__}"
+        raise ValueError(
+            f"document ids are strings, not {shown}: give the id as text, as `search list` shows it"
+        )
 
 
 def found(x: T | None, doc_id: str) -> T:

@@ -37,6 +37,22 @@ class Question:
     evidence: list[str]
 
 
+def _strings(d: dict[str, Any], key: str) -> list[str]:
+    """``answers`` or ``evidence``: a list of strings (absent is none). A lone string is not
+    taken letter by letter, nor a number or null as the text "5" or "None"."""
+    v = d.get(key, [])
+    if isinstance(v, str):
+        shown = json.dumps(v) if len(v) <= 40 else '"..."'
+        raise _FieldError(f'"{key}" is a string, not a list of strings: write "{key}": [{shown}]')
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise _FieldError(f'"{key}" must be a list of strings, like "{key}": ["Martinez"]')
+    return v
+
+
+class _FieldError(Exception):
+    """A question record's field of the wrong shape (its message names the field)."""
+
+
 def read_questions(path: str | Path) -> list[Question]:
     """Read a question file; a malformed line is an error naming the file and line."""
     p = Path(path)
@@ -59,9 +75,11 @@ def read_questions(path: str | Path) -> list[Question]:
                     q = Question(
                         id=str(d["id"]),
                         question=d["question"],
-                        answers=[str(a) for a in d.get("answers", [])],
-                        evidence=[str(e) for e in d.get("evidence", [])],
+                        answers=_strings(d, "answers"),
+                        evidence=_strings(d, "evidence"),
                     )
+                except _FieldError as e:
+                    raise IngestError(f"{p}:{n}: {e}") from None
                 except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:
                     why = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
                     raise IngestError(

@@ -33,6 +33,7 @@ from search.ingest_base import (
     TEXT_EXTENSIONS,
     IngestProblem,
     check_article,
+    cut_title,
     validate_id,
 )
 
@@ -41,6 +42,7 @@ from search.ingest_base import MAX_ARTICLE_CHARS as MAX_ARTICLE_CHARS
 from search.ingest_base import MAX_FILE_BYTES as MAX_FILE_BYTES
 from search.ingest_base import MAX_ID_CHARS as MAX_ID_CHARS
 from search.ingest_base import MAX_JSON_DEPTH as MAX_JSON_DEPTH
+from search.ingest_base import MAX_TITLE_CHARS as MAX_TITLE_CHARS
 from search.ingest_files import _read_file
 from search.ingest_formats import _record as _record
 from search.ingest_text import TITLE_CHARS as TITLE_CHARS
@@ -160,8 +162,12 @@ def read_path(
     for item in _read_path(path, root, on_skip):
         if isinstance(item, Article) and (why := check_article(item)):
             yield IngestProblem(item.path or os.fspath(path), why, level="warning")
-        else:
-            yield item
+            continue
+        if isinstance(item, Article):
+            item, cut = cut_title(item)
+            if cut:
+                yield IngestProblem(item.path or os.fspath(path), cut, level="warning")
+        yield item
 
 
 def _read_path(

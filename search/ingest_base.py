@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import codecs
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from search.filters import value_kind
@@ -22,6 +22,7 @@ FEED_EXTENSIONS = frozenset({".xml", ".rss", ".atom"})
 SUPPORTED_EXTENSIONS = TEXT_EXTENSIONS | HTML_EXTENSIONS | FEED_EXTENSIONS | {".jsonl"}
 
 MAX_ID_CHARS = 200
+MAX_TITLE_CHARS = 2_000  # what POST /documents takes; a longer title read from a file is cut to it
 
 
 def _limit(name: str, default: int) -> int:
@@ -102,6 +103,21 @@ def check_article(a: Article) -> str | None:
             "split it, or raise SEARCH_MAX_ARTICLE_CHARS"
         )
     return None
+
+
+def cut_title(a: Article) -> tuple[Article, str | None]:
+    """``a`` with its title cut to :data:`MAX_TITLE_CHARS` (a new article, its content hash
+    recomputed) and why, or ``a`` unchanged and ``None``. Cut, not skipped: the text is the
+    article, and the title is only its heading."""
+    n = len(a.title)
+    if n <= MAX_TITLE_CHARS:
+        return a, None
+    title = a.title[: MAX_TITLE_CHARS - 1].rstrip() + "…"
+    why = (
+        f"document {printable(a.id)!r}: the title is {n:,} characters, over the limit of "
+        f"{MAX_TITLE_CHARS:,}: cut to {MAX_TITLE_CHARS:,}; shorten it in the source"
+    )
+    return replace(a, title=title, content_hash=""), why
 
 
 def validate_id(doc_id: str) -> str | None:

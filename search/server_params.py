@@ -17,7 +17,7 @@ from .errors import (
 )
 from .filters import Filters
 from .http_query import QueryFields, QueryOptions, filter_params, query_params
-from .ingest import MAX_ARTICLE_CHARS, MAX_ID_CHARS
+from .ingest import MAX_ARTICLE_CHARS, MAX_ID_CHARS, MAX_TITLE_CHARS
 from .server_errors import ApiError
 from .types import Article
 
@@ -115,7 +115,7 @@ class ArticleBody(BaseModel):
     )
     title: str = Field(
         "",
-        max_length=2_000,
+        max_length=MAX_TITLE_CHARS,
         description="Empty: derived from the text.",
         examples=["Argentina edge the final"],
     )

@@ -18,11 +18,25 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from .backends import Backend, DocRecord, WriteBatch
+from .documents import check_id
 from .errors import IndexMissingError, IngestError
 from .types import Article
 
 if TYPE_CHECKING:
     from .engine import Engine
+
+
+_TAKES = "add takes paths (str or os.PathLike) and Article objects, one or an iterable of them"
+
+
+def _shown(x: object) -> str:
+    r = repr(x)
+    return r if len(r) <= 80 else f"a {type(x).__name__}"
+
+
+def _check_item(i: int, a: object) -> None:
+    if not isinstance(a, (str, os.PathLike, Article)):
+        raise ValueError(f"{_TAKES}; item {i} is {_shown(a)}")
 
 
 @dataclass
@@ -121,19 +135,37 @@ class Writes:
         report = WriteReport()
         if isinstance(items, (str, os.PathLike, Article)):
             items = [items]
+        elif isinstance(items, (bytes, bytearray)) or not isinstance(items, Iterable):
+            raise ValueError(f"{_TAKES}, not {_shown(items)}")
         # A list is counted first (for the batch size and the ETA); any other iterable is
         # read once, as the write goes, and says how long it is only if it can
         # (``__length_hint__``); its paths are collected as they come and read after its
         # articles, as a list's are.
         counted = isinstance(items, Sequence)
         if isinstance(items, Sequence):
+            for i, a in enumerate(items):
+                _check_item(i, a)  # before anything is read or written
             paths = [Path(p) for p in items if not isinstance(p, Article)]
             expected: int | None = len(items) - len(paths) + indexing.estimate_articles(paths)
         else:
             paths = []
             expected = operator.length_hint(items, 0) or None
         old_ids = self._doc_ids() if reset else []
-        read_from: dict[str, str] = {}  # id -> the file it was read from (a duplicate id is warned about)
+        # id -> the file it was read from ("" for an Article given): a duplicate id is warned about
+        read_from: dict[str, str] = {}
+
+        def also(a: Article, where: str) -> None:
+            """Warn when ``a``'s id came earlier in this write (the later one is kept)."""
+            if a.id in read_from:
+                prev = read_from[a.id]
+                if prev:
+                    earlier = f"read from {prev}"
+                else:
+                    earlier = "given as an Article in this add" if where else "given earlier in this add"
+                msg = f"document id {a.id!r} was also {earlier}; the later one is kept"
+                report.problems.append(str(IngestProblem(where or a.id, msg, level="warning")))
+            read_from[a.id] = where
+
         written: set[str] = set()  # ids this call writes (the last version of each wins)
         unchanged: set[str] = set()
 
@@ -154,12 +186,14 @@ class Writes:
             yield a
 
         def stream() -> Iterator[Article]:
-            for a in items:
+            for i, a in enumerate(items):
+                _check_item(i, a)  # an iterator's: raised mid-write, which then leaves the index
                 if isinstance(a, Article):
                     # Checked on its own: one bad article costs only itself.
                     if why := check_article(a):
                         report.problems.append(f"{printable(a.id)}: {why}")
                     else:
+                        also(a, "")
                         yield from admit(a)
                 elif not counted:
                     paths.append(Path(a))
@@ -170,18 +204,7 @@ class Writes:
                     if isinstance(item, IngestProblem):
                         report.problems.append(str(item))
                         continue
-                    if item.id in read_from:
-                        report.problems.append(
-                            str(
-                                IngestProblem(
-                                    item.path or str(p),
-                                    f"document id {item.id!r} was also read from {read_from[item.id]}; "
-                                    "the later one is kept",
-                                    level="warning",
-                                )
-                            )
-                        )
-                    read_from[item.id] = item.path or str(p)
+                    also(item, item.path or str(p))
                     if not reset and self._collides(item, replace, report):
                         continue
                     yield from admit(item)
@@ -280,10 +303,10 @@ class Writes:
         t0 = time.perf_counter()
         report = WriteReport()
         # One id is one id, not its characters (each of which may be another document's id).
-        ids = list(dict.fromkeys([doc_ids] if isinstance(doc_ids, str) else doc_ids))
-        bad = [d for d in ids if not isinstance(d, str)]
-        if bad:
-            raise ValueError(f"document ids are strings, not {bad[0]!r}")
+        ids = [doc_ids] if isinstance(doc_ids, str) else list(doc_ids)
+        for d in ids:
+            check_id(d)
+        ids = list(dict.fromkeys(ids))
         for d in ids:
             (report.removed if self._record_of(d) is not None else report.missing).append(d)
         if report.removed:

@@ -4,6 +4,7 @@ among explicit paths, and library log lines that must not reach the user without
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -281,3 +282,42 @@ def test_ids_and_paths_that_look_like_markup_are_printed_as_they_are(
     r = run("serve", "--host", "[/]", "--embedder", "hash")
     assert r.exit_code == 0 and r.exception is None, r.output
     assert "warning: binding [/]" in r.stderr
+
+
+# -- hardening: a warning's ":100:" is a line number, not an emoji --------------------------
+def test_a_line_number_in_a_warning_is_not_turned_into_an_emoji(workdir: Path) -> None:
+    """rich replaced ``:100:`` by 💯, so every warning for line 100 of a file lost its line."""
+    good = json.dumps({"id": "g", "title": "Cup", "text": "Messi scored the winner in the final."})
+    feed = workdir / "feed.jsonl"
+    feed.write_text("\n".join([good] + ["{}"] * 98 + ["{not json"]) + "\n", encoding="utf-8")
+    r = CliRunner().invoke(cli, ["add", str(feed)], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    assert "\U0001f4af" not in r.stderr and f"{feed}:100: malformed JSON" in r.stderr, r.stderr
+
+
+# -- hardening: thousands of warnings of one kind are a few lines and a count ---------------
+def test_many_warnings_of_one_kind_are_capped_with_a_count_per_kind(workdir: Path) -> None:
+    """The hostile corpus printed 40,155 warning lines (36,000 of them one duplicated feed
+    item): now at most 20 of a kind, then one line saying how many more; -v and --json
+    still give every one."""
+    good = json.dumps({"id": "g", "title": "Cup", "text": "Messi scored the winner in the final."})
+    feed = workdir / "feed.jsonl"
+    feed.write_text("\n".join([good] + ["{not json"] * 1234 + ["[]"] * 22) + "\n", encoding="utf-8")
+    r = CliRunner().invoke(cli, ["add", str(feed)], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    lines = r.stderr.strip().splitlines()
+    assert len([x for x in lines if f"{feed}:" in x and "malformed JSON" in x]) == 20
+    assert len([x for x in lines if f"{feed}:" in x and "got list" in x]) == 20
+    more = [x for x in lines if "more like" in x]
+    assert more == [
+        "warning: ... and 1,214 more like this: malformed JSON (see them all with `search -v add` or --json)",
+        "warning: ... and 2 more like this: expected a JSON object, got list "
+        "(see them all with `search -v add` or --json)",
+    ], more
+    assert lines[-1].startswith("add: 1 added")
+
+    r = CliRunner().invoke(cli, ["-v", "add", str(feed), "--replace"], catch_exceptions=False)
+    assert len([x for x in r.stderr.splitlines() if x.startswith("warning: ") and str(feed) in x]) == 1256
+    assert "more like this" not in r.stderr
+    r = CliRunner().invoke(cli, ["add", str(feed), "--json"], catch_exceptions=False)
+    assert len(json.loads(r.stdout)["problems"]) == 1256

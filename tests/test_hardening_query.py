@@ -203,6 +203,23 @@ def test_a_date_outside_the_calendar_in_utc_is_400_bad_filter(client: TestClient
             b'{"id": "a", "question": 5, "answers": [], "evidence": []}\n',
             ":1: question a: the question must be text",
         ),
+        # hardening: a lone string was taken letter by letter ("a" is in any answer)
+        (
+            b'{"id": "a", "question": "who scored", "answers": "abc", "evidence": []}\n',
+            ':1: "answers" is a string, not a list of strings: write "answers": ["abc"]',
+        ),
+        (
+            b'{"id": "a", "question": "who scored", "answers": [], "evidence": "Martinez"}\n',
+            ':1: "evidence" is a string, not a list of strings',
+        ),
+        (
+            b'{"id": "a", "question": "who scored", "answers": [null], "evidence": []}\n',
+            ':1: "answers" must be a list of strings',
+        ),
+        (
+            b'{"id": "a", "question": "who scored", "answers": [], "evidence": {"x": 1}}\n',
+            ':1: "evidence" must be a list of strings',
+        ),
     ],
 )
 def test_a_bad_question_file_is_one_line_naming_the_file(

@@ -184,6 +184,40 @@ def test_a_date_out_of_range_costs_only_the_date(tmp_path: Path) -> None:
     assert got["early"][1] is None and got["fine"][1] is not None
 
 
+def test_a_title_over_the_http_limit_is_cut_with_a_warning(tmp_path: Path) -> None:
+    """Hardening: a JSONL or feed title of 200,000 characters was kept whole, while POST
+    /documents takes at most 2,000. It is cut to 2,000 (the article is kept) and said."""
+    from search.server_params import ArticleBody
+
+    limit = ArticleBody.model_fields["title"].metadata[0].max_length
+    assert limit == ingest_base.MAX_TITLE_CHARS == 2_000  # one limit for both ways in
+    root = _corpus(tmp_path)
+    long = "Lampard " * 25_000
+    (root / "t.jsonl").write_text(
+        json.dumps({"id": "long", "title": long, "text": GOOD})
+        + "\n"
+        + json.dumps({"id": "fits", "title": "x" * 2_000, "text": GOOD})
+        + "\n",
+        encoding="utf-8",
+    )
+    (root / "f.rss").write_text(
+        f"<rss><channel><item><title>{long}</title><description>{GOOD}</description>"
+        "<link>http://example.com/1</link></item></channel></rss>",
+        encoding="utf-8",
+    )
+    arts, problems = ingest.load(root)
+    got = {a.id: a for a in arts}
+    assert set(got) == {"good.txt", "long", "fits", "http://example.com/1"}
+    assert len(got["fits"].title) == 2_000 and not got["fits"].title.endswith("…")
+    for doc_id in ("long", "http://example.com/1"):
+        assert len(got[doc_id].title) <= 2_000 and got[doc_id].title.startswith("Lampard Lampard")
+        assert got[doc_id].title.endswith("…")
+    text = [str(p) for p in problems]
+    assert len(text) == 2 and all(
+        "the title is 199,999 characters, over the limit of 2,000: cut to 2,000" in t for t in text
+    ), text
+
+
 def test_engine_skips_an_article_with_a_surrogate(hash_engine) -> None:
     r = hash_engine.add(
         [Article(id="x", title="T", text="goal \ud800 goal"), Article(id="y", title="Y", text=GOOD)]

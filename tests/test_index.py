@@ -84,6 +84,57 @@ def test_remove_takes_one_id_as_one_id(hash_engine) -> None:
     assert {d.id for d in hash_engine.documents()} == {"b.txt", "a", "t"}
 
 
+@pytest.mark.parametrize(
+    ("items", "says"),
+    [
+        (None, "not None"),
+        (5, "not 5"),
+        (b"a.txt", "not b'a.txt'"),
+        ([A, None], "item 1 is None"),
+        ([B, 5], "item 1 is 5"),
+        (iter([A, None]), "item 1 is None"),
+    ],
+)
+def test_add_of_what_is_not_a_path_or_an_article_says_what_add_takes(
+    hash_engine, items: object, says: str
+) -> None:
+    """Hardening: add(None) was "'NoneType' object is not iterable", add([None]) "expected
+    str, bytes or os.PathLike object": neither said what add takes. Nothing is written."""
+    hash_engine.add([B])
+    with pytest.raises(ValueError, match="add takes paths .* and Article objects") as got:
+        hash_engine.add(items)
+    assert says in str(got.value)
+    assert [d.id for d in hash_engine.documents()] == ["b.txt"]
+
+
+def test_a_duplicate_id_among_articles_is_warned_about_as_from_files(hash_engine, tmp_path: Path) -> None:
+    """Hardening: add([A, A2]) with one id kept the last silently, while two JSONL records
+    with one id gave a warning. Both warn now, in the same words; the later one is kept."""
+    a2 = Article(id="a.txt", title="Penalty", text="Kane missed a penalty in the first half.")
+    r = hash_engine.add([A, B, a2])
+    assert r.added == ["a.txt", "b.txt"]
+    assert r.problems == [
+        "warning: a.txt: document id 'a.txt' was also given earlier in this add; the later one is kept"
+    ]
+    assert hash_engine.get_document("a.txt").title == "Penalty"
+    feed = tmp_path / "feed.jsonl"
+    feed.write_text(json.dumps({"id": "b.txt", "title": "Later", "text": "Messi scored twice."}) + "\n")
+    r = hash_engine.add([B, feed])
+    assert r.problems == [
+        f"warning: {feed}: document id 'b.txt' was also given as an Article in this add; the later one is kept"
+    ]
+    assert hash_engine.get_document("b.txt").title == "Later"
+
+
+@pytest.mark.parametrize("doc_id", [5, None, b"a.txt", ["a.txt"]])
+def test_a_document_id_that_is_not_a_string_says_so(hash_engine, doc_id: object) -> None:
+    """Hardening: get_document(5) was "'int' object has no attribute 'encode'"."""
+    hash_engine.add([A])
+    for read in (hash_engine.get_document, hash_engine.document_record, hash_engine.passages_of):
+        with pytest.raises(ValueError, match=r"document ids are strings, not .*: give the id as text"):
+            read(doc_id)
+
+
 def test_missing_index_and_not_an_index(tmp_path: Path) -> None:
     with pytest.raises(IndexMissingError, match="search index"):
         Engine.open(tmp_path / "nope")
