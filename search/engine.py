@@ -19,7 +19,7 @@ from .asking import ANSWER_DEPTH, Asks
 from .backends import Backend
 from .documents import Documents
 from .errors import IndexFormatError, IndexMissingError, QueryError
-from .fusion import CONVEX_ALPHA, DEFAULT_FUSION, RRF_K, Fusion
+from .fusion import DEFAULT_FUSION, RRF_K, Fusion
 from .ordering import DEFAULT_HALF_LIFE_DAYS
 from .retrieve import MAX_K, Query
 from .text import has_searchable_text
@@ -60,7 +60,7 @@ class Engine(Writes, Asks, Documents):
         uri: str | None = None,
         fusion: str = DEFAULT_FUSION,
         rrf_k: int = RRF_K,
-        alpha: float = CONVEX_ALPHA,
+        alpha: float | None = None,
         collapse_duplicates: bool = True,
         rerank: bool = True,
         preload: bool = False,
@@ -83,8 +83,9 @@ class Engine(Writes, Asks, Documents):
         if rrf_k < 0:
             raise ValueError("rrf_k must be non-negative")
         self.rrf_k = rrf_k
-        if not 0.0 <= alpha <= 1.0:
+        if alpha is not None and not 0.0 <= alpha <= 1.0:
             raise ValueError("alpha must be between 0 and 1")
+        # The lexical weight of convex fusion; None: chosen per corpus (fusion.corpus_alpha).
         self.alpha = alpha
         self.collapse_duplicates = collapse_duplicates
         self.rerank = rerank

@@ -31,7 +31,7 @@ from .dates import iso_utc
 from .errors import QueryError, reading_index
 from .feedback import TERM_PASSAGES, VECTOR_PASSAGES, feedback_terms, feedback_vector
 from .filters import Filters
-from .fusion import Fusion, Mode, confidence_alpha, convex, doc_of, rrf
+from .fusion import Fusion, Mode, confidence_alpha, convex, corpus_alpha, doc_of, rrf
 from .ordering import DEFAULT_HALF_LIFE_DAYS, Sort, check_half_life
 from .rerank import RERANK_DEPTH, rerank, stored_units
 from .text import compounds, query_terms
@@ -125,7 +125,7 @@ class Retrieves:
     backend_name: str
     fusion: Fusion
     rrf_k: int
-    alpha: float
+    alpha: float | None
     rerank: bool
     collapse_duplicates: bool
     football: bool | None
@@ -211,10 +211,11 @@ class Retrieves:
         elif m is Mode.DENSE:
             fused = den
         else:
-            fused = self._fuse(lex, den)
+            alpha = self._alpha(football)
+            fused = self._fuse(lex, den, alpha)
             if vec is not None and self._feedback(view, football):
                 lex, den = self._second_round(view, q, terms, expansions, flt, depth, vec, lex, den, fused)
-                fused = self._fuse(lex, den)
+                fused = self._fuse(lex, den, alpha)
             if self.rerank:
                 head = rerank(
                     q,
@@ -273,12 +274,20 @@ class Retrieves:
             h.rank = i
         return hits, vec
 
-    def _fuse(self, lex: list[tuple[str, float]], den: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    def _fuse(
+        self, lex: list[tuple[str, float]], den: list[tuple[str, float]], alpha: float
+    ) -> list[tuple[str, float]]:
         if self.fusion is Fusion.RRF:
             return rrf([lex, den], k=self.rrf_k)
         if self.fusion is Fusion.CONVEX:
-            return convex(lex, den, self.alpha)
-        return convex(lex, den, confidence_alpha(lex, den, self.alpha))
+            return convex(lex, den, alpha)
+        return convex(lex, den, confidence_alpha(lex, den, alpha))
+
+    def _alpha(self, football: bool) -> float:
+        """The lexical weight: the one given, else the corpus's (fusion.corpus_alpha)."""
+        if self.alpha is not None:
+            return self.alpha
+        return corpus_alpha(football, int(self._backend.manifest().get("counts", {}).get("documents", 0)))
 
     def _feedback(self, view: Any, football: bool) -> bool:
         """Whether a hybrid query runs a feedback round (:mod:`search.feedback`): forced by

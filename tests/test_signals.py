@@ -182,7 +182,23 @@ def test_fusion_choices() -> None:
 
 def test_the_engine_uses_the_measured_default(hash_engine: Engine) -> None:
     assert hash_engine.fusion is fusion.Fusion.from_str(fusion.DEFAULT_FUSION)
-    assert hash_engine.alpha == fusion.CONVEX_ALPHA
+    assert hash_engine.alpha is None  # chosen per corpus
+    assert hash_engine._alpha(False) == fusion.CONVEX_ALPHA
+
+
+def test_the_lexical_weight_follows_the_corpus(tmp_path: Path) -> None:
+    """Football coverage of many matches leans on names (BM25); the reports of one match,
+    and any other corpus, keep the weight fitted on SciFact and dev. A weight given wins."""
+    many, few = fusion.DOC_MIN_DOCS, fusion.DOC_MIN_DOCS - 1
+    assert fusion.corpus_alpha(True, many) == fusion.MANY_MATCHES_ALPHA > fusion.CONVEX_ALPHA
+    assert fusion.corpus_alpha(True, few) == fusion.corpus_alpha(False, many) == fusion.CONVEX_ALPHA
+    e = Engine.open(tmp_path / "idx", create=True, embedder=HashEmbedder(), alpha=0.25)
+    try:
+        assert e._alpha(True) == 0.25
+    finally:
+        e.close()
+    with pytest.raises(ValueError, match="alpha"):
+        Engine.open(tmp_path / "idx2", create=True, embedder=HashEmbedder(), alpha=1.5)
 
 
 @pytest.mark.parametrize("how", ["rrf", "convex", "confidence"])
