@@ -109,13 +109,18 @@ class Documents:
 T = TypeVar("T")
 
 
+def shown(x: object) -> str:
+    """``x`` as an error message names a wrong argument: its repr, or its type when long."""
+    r = repr(x)
+    return r if len(r) <= 80 else f"a {type(x).__name__}"
+
+
 def check_id(doc_id: object) -> None:
     """A document id is a string: anything else is a ValueError saying so (``5`` was
     "'int' object has no attribute 'encode'" from deep in a backend)."""
     if not isinstance(doc_id, str):
-        shown = repr(doc_id) if len(repr(doc_id)) <= 80 else f"a {type(doc_id).__name__}"
         raise ValueError(
-            f"document ids are strings, not {shown}: give the id as text, as `search list` shows it"
+            f"document ids are strings, not {shown(doc_id)}: give the id as text, as `search list` shows it"
         )
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from .backends import Backend, DocRecord, WriteBatch
-from .documents import check_id
+from .documents import check_id, shown
 from .errors import IndexMissingError, IngestError
 from .types import Article
 
@@ -29,14 +29,9 @@ if TYPE_CHECKING:
 _TAKES = "add takes paths (str or os.PathLike) and Article objects, one or an iterable of them"
 
 
-def _shown(x: object) -> str:
-    r = repr(x)
-    return r if len(r) <= 80 else f"a {type(x).__name__}"
-
-
 def _check_item(i: int, a: object) -> None:
     if not isinstance(a, (str, os.PathLike, Article)):
-        raise ValueError(f"{_TAKES}; item {i} is {_shown(a)}")
+        raise ValueError(f"{_TAKES}; item {i} is {shown(a)}")
 
 
 @dataclass
@@ -136,7 +131,7 @@ class Writes:
         if isinstance(items, (str, os.PathLike, Article)):
             items = [items]
         elif isinstance(items, (bytes, bytearray)) or not isinstance(items, Iterable):
-            raise ValueError(f"{_TAKES}, not {_shown(items)}")
+            raise ValueError(f"{_TAKES}, not {shown(items)}")
         # A list is counted first (for the batch size and the ETA); any other iterable is
         # read once, as the write goes, and says how long it is only if it can
         # (``__length_hint__``); its paths are collected as they come and read after its
