@@ -210,6 +210,29 @@ def test_value_keys() -> None:
     assert value_key("person", "Lautaro Martínez") == "lautaro martinez"
 
 
+def test_a_minute_of_stoppage_time_is_the_minute_of_the_match_it_names() -> None:
+    """A minute of stoppage time is the minute of the match: "the second minute of nine
+    minutes of added time" is the 92nd: it agrees with the
+    reports that write "92nd minute" (and so is no conflict with them), and the value is
+    shown as they write it."""
+    assert value_key("minute", "the second minute of nine minutes of added time") == "92"
+    assert value_key("minute", "2nd minute of injury time") == value_key("minute", "92nd minute") == "92"
+    assert value_key("minute", "the first minute of first-half stoppage time") == "46"
+    assert value_key("minute", "stoppage time") == "stoppage time"  # no minute named
+    assert value_key("number", "second minute of stoppage time") != "92"  # minutes only
+    q = analyse("in what minute was the winner scored")
+    arts = [
+        article("a.txt", "Martinez scored the winner in the 92nd minute.", [("92nd minute", "MINUTE")]),
+        article(
+            "b.txt",
+            "Martinez headed the winner in the second minute of stoppage time.",
+            [("second minute of stoppage time", "MINUTE")],
+        ),
+    ]
+    d = decide(q.text, hits_of(arts), FakeEngine(arts))
+    assert d.clusters[0].text == "92nd minute" and d.clusters[0].support == 2
+
+
 def test_full_name_and_surname_are_one_value_and_copies_count_once() -> None:
     q = analyse("who scored the winner")
     arts = WINNER + [article("b-copy.txt", WINNER[1].text, [("Martinez", "PERSON"), ("Fernandez", "PERSON")])]

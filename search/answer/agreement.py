@@ -2,7 +2,8 @@
 
 Near-duplicate copies (syndicated stories) count once. A person named in full in one
 article and by surname in another is one value ("Lautaro Martinez" ~ "Martinez");
-minutes, scores and amounts are compared by their numbers.
+minutes, scores and amounts are compared by their numbers (a minute of stoppage time by the
+minute of the match it names).
 """
 
 from __future__ import annotations
@@ -71,6 +72,8 @@ class Cluster:
             forms[c.text] = forms.get(c.text, 0.0) + c.score
         if self.key in _group_names():
             return max(forms, key=lambda f: forms[f])
+        if any(match_minute(f) for f in forms):  # "92nd minute" over "the second minute of stoppage time"
+            forms = {f: v for f, v in forms.items() if self.key in f} or forms
         return max(forms, key=lambda f: (len(_tokens(f)), forms[f]))
 
 
@@ -91,10 +94,40 @@ def _groups(atype: str) -> dict[str, str]:
     return {" ".join(_tokens(f)): k for k, fs in raw.items() if not k.startswith("_") for f in fs}
 
 
+@cache
+def _stoppage() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], re.Pattern[str], dict[str, Any]]:
+    t = table()
+    sm = t.get("stoppage_minute") or {}
+    return (
+        re.compile(t.get("stoppage", "$^"), re.I),
+        re.compile(sm.get("minute_of", "$^"), re.I),
+        re.compile(sm.get("pattern", "$^"), re.I),
+        re.compile(sm.get("first_half", "$^"), re.I),
+        sm,
+    )
+
+
+def match_minute(text: str) -> str | None:
+    """The minute of the match a minute of stoppage time names ("the second minute of
+    stoppage time" -> "92"), by the table's ``stoppage_minute``; None for any other text."""
+    stoppage, minute_of, number, first_half, sm = _stoppage()
+    at = minute_of.search(text)
+    if not at or not stoppage.search(text):
+        return None
+    found = number.search(text[: at.start()])
+    if not found:
+        return None
+    n = int(found.group(1)) if found.group(1) else int(sm["ordinals"][found.group(2).lower()])
+    base = sm.get("half_time", 45) if first_half.search(text) else sm.get("full_time", 90)
+    return str(base + n)
+
+
 def value_key(atype: str, text: str) -> str:
     forms = _groups(atype)
     if forms and (k := forms.get(" ".join(_tokens(text)))):
         return k
+    if atype == "minute" and (m := match_minute(text)):
+        return m
     if atype in _NUMBER_TYPES:
         nums = _NUM.findall(text) or [t for t in _tokens(text) if t.isdigit()]
         if nums:
