@@ -203,6 +203,51 @@ def test_a_question_for_a_minute_takes_minutes_only() -> None:
     assert {c.label for c in candidates(q, sents)} == {"MINUTE"}
 
 
+def test_a_name_the_model_split_in_two_is_one_candidate() -> None:
+    """ "Henk Ten" (PERSON) + "Cate" (ORG) is Henk Ten Cate; a possessive name before a club
+    is still two values."""
+    arts = [
+        article(
+            "a.txt",
+            "Barcelona assistant coach Henk Ten Cate called the complaint pathetic. "
+            "He recalled Tommy Docherty's Manchester United side.",
+            [
+                ("Henk Ten", "PERSON"),
+                ("Cate", "ORG"),
+                ("Tommy Docherty's", "PERSON"),
+                ("Manchester United", "ORG"),
+            ],
+        )
+    ]
+    assert "Henk Ten Cate" in candidate_texts(
+        "which Barcelona assistant coach called the complaint pathetic", arts
+    )
+    assert "Tommy Docherty" in candidate_texts("whose side did he recall", arts)
+
+
+def test_agreement_in_other_words_never_takes_the_questions_own_subject() -> None:
+    """An article that names "Dane Thomas Gravesen" does not state "Dane", the value another
+    article gives, when the question is about Gravesen: the answer never names its subject."""
+    arts = [
+        article(
+            "a.txt",
+            "The agent Dane travelled to Spain for talks with Real Madrid about Gravesen.",
+            [("Dane", "ORG"), ("Spain", "GPE"), ("Real Madrid", "ORG"), ("Gravesen", "PERSON")],
+        ),
+        article(
+            "b.txt",
+            "Fellow Dane Thomas Gravesen held talks in Spain with Real Madrid, the agent said.",
+            [("Dane Thomas Gravesen", "PERSON"), ("Spain", "GPE"), ("Real Madrid", "ORG")],
+        ),
+    ]
+    d = decide(
+        "which agent travelled to Spain for talks with Real Madrid about Thomas Gravesen",
+        hits_of(arts),
+        FakeEngine(arts),
+    )
+    assert all("Gravesen" not in m.text for cl in d.clusters for m in cl.members)
+
+
 # -- stage 4: agreement -----------------------------------------------------------------------
 def test_value_keys() -> None:
     assert value_key("minute", "the 85th-minute") == value_key("minute", "85th minute") == "85"

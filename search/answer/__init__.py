@@ -31,7 +31,7 @@ from .confidence import confidence, features, threshold
 from .evidence import weigh
 from .question import QuestionInfo, analyse, label_fit, table
 from .ranker import pointwise, rank
-from .typed import candidates, entity_at, label_votes, voted_label
+from .typed import candidates, entity_at, label_votes, question_words, voted_label
 
 __all__ = ["Decision", "QuestionInfo", "analyse", "build_answer", "decide"]
 
@@ -128,7 +128,7 @@ def decide(question: str, hits: Sequence[Hit], engine: Any, qvec: Any = None) ->
     clusters = cluster(q.atype, cands, story)
     idf = idf_of(sents)
     for cl in clusters[:CORROBORATE_TOP]:
-        corroborate(q.atype, cl, sents, story, entity_at, idf)
+        corroborate(q.atype, cl, sents, story, entity_at, idf, question_words(q))
     stating = {story(c.sent.doc_id) for c in cands}.union(*(cl.articles for cl in clusters[:CORROBORATE_TOP]))
     addressing = (
         len(stating)

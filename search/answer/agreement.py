@@ -17,7 +17,7 @@ from typing import Any
 
 from .candidates import Sent, keyset
 from .question import table
-from .typed import Candidate, fold
+from .typed import Candidate, fold, words_of
 
 AGREE = 0.35
 # Types where a shorter value inside a longer one is the same value: "Martinez" in
@@ -222,13 +222,16 @@ def corroborate(
     story: Callable[[str], str],
     entity_at: Callable[..., Any],
     idf: dict[str, float] | None = None,
+    subject: frozenset[str] = frozenset(),
 ) -> None:
     """Count the articles that state the winning value about the same event in other words.
 
     "Lautaro Martinez rose to head home in stoppage time" shares none of "who scored the
     winner"'s words, but it names the winner and shares the event's terms (head, home,
     stoppage, time) with the sentences that do: that article agrees, and its sentence is
-    cited. Sentences must name the question's focus too.
+    cited. Sentences must name the question's focus too. A name holding a word of
+    ``subject`` (the question's own words) is not the value: "Dane Thomas Gravesen" does not
+    state "Dane" for a question about Gravesen's agent.
     """
     idf = idf if idf is not None else idf_of(sents)
     want = set(top.key.split())
@@ -240,7 +243,7 @@ def corroborate(
             key = story(s.doc_id)
             if key in top.articles or s.focus <= 0 or overlap(s, ctx, idf, own) < CORROBORATE:
                 continue
-            c = entity_at(s, lambda text: _same(atype, want, text))
+            c = entity_at(s, lambda text: _same(atype, want, text) and not (words_of(text) - want) & subject)
             if c is not None:
                 top.members.append(c)
                 top.articles[key] = c

@@ -26,6 +26,9 @@ _WORD_RE = re.compile(r"[^\W_]+")  # an entity this many words from the question
 _LEAD_THE = re.compile(r"^(?:the|a|an)\s+", re.I)
 _POSSESSIVE = re.compile(r"['’]s?$")
 _CURRENCY = "£$€"
+# One capitalised word the model tagged apart from the name just before it ("Henk Ten" +
+# "Cate"): a surname it split off, joined back (see _joined).
+_NAME_WORD = re.compile(r"[^\W\d_][\w'-]*")
 _LETTER = re.compile(r"[^\W\d_]")
 _NEEDS_LETTERS = frozenset({"person", "team", "club", "place", "city"})
 _NUMBERISH = re.compile(
@@ -92,14 +95,20 @@ def _trim(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
+def question_words(q: QuestionInfo) -> frozenset[str]:
+    """The question's own words and names, folded: a value that names one is its subject,
+    not its answer. The noun a "how many" question counts is part of its answer ("13
+    games"), not its subject."""
+    return frozenset(fold(w) for w in q.words if not (q.counted and term(w) == q.counted)) | {
+        fold(n) for n in q.names
+    }
+
+
 def candidates(q: QuestionInfo, sents: list[Sent]) -> list[Candidate]:
     """Entities that could answer ``q``: right kind, in a sentence on the focus, not named by it."""
     if q.atype == "sentence":
         return []
-    # The noun a "how many" question counts is part of its answer ("13 games"), not its subject.
-    qwords = {fold(w) for w in q.words if not (q.counted and term(w) == q.counted)} | {
-        fold(n) for n in q.names
-    }
+    qwords = question_words(q)
     acronyms = {n for n in q.names if n.isupper() and 2 <= len(n) <= 5}  # "QPR"
     qnames = frozenset(fold(n) for n in q.names if not n[:1].isdigit())
     numeric = set(table().get("needs_number", []))
@@ -111,7 +120,7 @@ def candidates(q: QuestionInfo, sents: list[Sent]) -> list[Candidate]:
         if not s.usable:
             continue
         first = True
-        for k, (a, b, label) in enumerate(s.ents):
+        for k, (a, b, label) in _joined(s.article.text, s.ents):
             a, b = _trim(s.article.text, a, b)
             if label == "MONEY" and a > 0 and s.article.text[a - 1] in _CURRENCY:
                 a -= 1  # "£7million": the model's span may leave the sign out
@@ -140,6 +149,34 @@ def candidates(q: QuestionInfo, sents: list[Sent]) -> list[Candidate]:
             job = roles.fit(s.article.text, a, b, wanted)
             out.append(Candidate(text, a, b, label, s, s.score * fit * near, near, first, r, role, job))
             first = False
+    return out
+
+
+def _joined(text: str, ents: list[tuple[int, int, str]]) -> list[tuple[int, tuple[int, int, str]]]:
+    """The sentence's entities with their stored index, a person's name the model split in
+    two joined back: "Henk Ten" (PERSON) + "Cate" (ORG), one space apart, is "Henk Ten Cate".
+    Only a single capitalised word after a name that is not a possessive ("Tommy Docherty's
+    Manchester United" stays two)."""
+    out: list[tuple[int, tuple[int, int, str]]] = []
+    skip = False
+    for k, (a, b, label) in enumerate(ents):
+        if skip:
+            skip = False
+            continue
+        if label == "PERSON" and k + 1 < len(ents):
+            na, nb, _ = ents[k + 1]
+            word = text[na:nb]
+            if (
+                na == b + 1
+                and text[b] == " "
+                and word[:1].isupper()
+                and _NAME_WORD.fullmatch(word)
+                and not re.search(r"['’]s$", text[a:b])
+            ):
+                out.append((k, (a, nb, label)))
+                skip = True
+                continue
+        out.append((k, (a, b, label)))
     return out
 
 
