@@ -203,6 +203,26 @@ def test_a_question_for_a_minute_takes_minutes_only() -> None:
     assert {c.label for c in candidates(q, sents)} == {"MINUTE"}
 
 
+def test_a_time_of_day_is_a_clock_time_with_its_zone() -> None:
+    """ "What time" asks for a time of day, not a date: a bare number answers only with a time
+    zone after it, which belongs to the value ("1945 GMT"), and a number of fans never does."""
+    assert analyse("What time has the game been brought forward to?").atype == "time_of_day"
+    assert analyse("what time of the year is the draw").atype == "date"
+    arts = [
+        article(
+            "a.txt",
+            "The tie in Lisbon on Thursday will now kick off at 1945 GMT. Some 1945 fans travelled.",
+            [("Lisbon", "GPE"), ("Thursday", "DATE"), ("1945", "CARDINAL"), ("GMT", "ORG")],
+        ),
+        article(
+            "b.txt",
+            "The Lisbon tie kicks off at 7:45pm on Thursday.",
+            [("7:45pm", "TIME"), ("Thursday", "DATE")],
+        ),
+    ]
+    assert candidate_texts("what time does the tie in Lisbon kick off", arts) == {"1945 GMT", "7:45pm"}
+
+
 def test_a_name_the_model_split_in_two_is_one_candidate() -> None:
     """ "Henk Ten" (PERSON) + "Cate" (ORG) is Henk Ten Cate; a possessive name before a club
     is still two values."""

@@ -135,6 +135,9 @@ def label_fit(atype: str, label: str, text: str = "", after: str = "") -> float:
     rx = table().get("not_of_type_after", {}).get(atype)
     if after and rx and re.search(rx, after.lower()):
         return 0.0
+    rx = table().get("needs_after", {}).get(atype, {}).get(label)
+    if text and rx and not re.search(rx, after.lower()):
+        return 0.0
     return float(table()["labels"].get(atype, {}).get(label, 0.0))
 
 
