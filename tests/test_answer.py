@@ -223,6 +223,17 @@ def test_a_time_of_day_is_a_clock_time_with_its_zone() -> None:
     assert candidate_texts("what time does the tie in Lisbon kick off", arts) == {"1945 GMT", "7:45pm"}
 
 
+def test_a_competition_or_an_outlet_is_never_a_team_club_or_person() -> None:
+    arts = [
+        article(
+            "a.txt",
+            "Argentina beat Egypt in the round of 16 of the FIFA World Cup, BBC Sport reports.",
+            [("Argentina", "GPE"), ("Egypt", "GPE"), ("FIFA World Cup", "ORG"), ("BBC Sport", "ORG")],
+        )
+    ]
+    assert candidate_texts("which team did Argentina beat in the round of 16", arts) == {"Egypt"}
+
+
 def test_a_name_the_model_split_in_two_is_one_candidate() -> None:
     """ "Henk Ten" (PERSON) + "Cate" (ORG) is Henk Ten Cate; a possessive name before a club
     is still two values."""

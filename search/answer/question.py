@@ -147,8 +147,8 @@ def excluded(atype: str) -> frozenset[str]:
     it, and the one it names for every type ("*": a nickname is never the answer)."""
     out: set[str] = set()
     for key in (atype, "*"):
-        name = table().get("not_of_type", {}).get(key)
-        if name:
+        names = table().get("not_of_type", {}).get(key) or []
+        for name in [names] if isinstance(names, str) else names:
             raw = resources.files("search.data").joinpath(name).read_text(encoding="utf-8")
             out.update(x.strip().lower() for x in raw.splitlines() if x.strip() and not x.startswith("#"))
     return frozenset(out)
