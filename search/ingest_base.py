@@ -22,7 +22,13 @@ FEED_EXTENSIONS = frozenset({".xml", ".rss", ".atom"})
 SUPPORTED_EXTENSIONS = TEXT_EXTENSIONS | HTML_EXTENSIONS | FEED_EXTENSIONS | {".jsonl"}
 
 MAX_ID_CHARS = 200
-MAX_TITLE_CHARS = 2_000  # what POST /documents takes; a longer title read from a file is cut to it
+# What POST /documents takes of an article's fields; ingest holds an article read from a file
+# or given in code to the same (cut_fields): a longer title or source is cut, a longer url or
+# published date is dropped.
+MAX_TITLE_CHARS = 2_000
+MAX_SOURCE_CHARS = 500
+MAX_URL_CHARS = 4_000
+MAX_PUBLISHED_CHARS = 100
 
 
 def _limit(name: str, default: int) -> int:
@@ -105,19 +111,36 @@ def check_article(a: Article) -> str | None:
     return None
 
 
-def cut_title(a: Article) -> tuple[Article, str | None]:
-    """``a`` with its title cut to :data:`MAX_TITLE_CHARS` (a new article, its content hash
-    recomputed) and why, or ``a`` unchanged and ``None``. Cut, not skipped: the text is the
-    article, and the title is only its heading."""
-    n = len(a.title)
-    if n <= MAX_TITLE_CHARS:
-        return a, None
-    title = a.title[: MAX_TITLE_CHARS - 1].rstrip() + "…"
-    why = (
-        f"document {printable(a.id)!r}: the title is {n:,} characters, over the limit of "
-        f"{MAX_TITLE_CHARS:,}: cut to {MAX_TITLE_CHARS:,}; shorten it in the source"
+def cut_fields(a: Article) -> tuple[Article, list[str]]:
+    """``a`` with its fields held to what POST /documents takes (a new article, its content
+    hash recomputed), and a warning per field, or ``a`` unchanged and no warning.
+
+    Cut, not skipped: the text is the article. A title or a source is a label, cut to its
+    limit; part of a url or a date is a wrong one, so a longer url or published is dropped.
+    """
+    caps = (
+        ("title", MAX_TITLE_CHARS, True),
+        ("source", MAX_SOURCE_CHARS, True),
+        ("url", MAX_URL_CHARS, False),
+        ("published", MAX_PUBLISHED_CHARS, False),
     )
-    return replace(a, title=title, content_hash=""), why
+    changes: dict[str, Any] = {}
+    why: list[str] = []
+    for name, limit, cut in caps:
+        v = getattr(a, name)
+        if not isinstance(v, str) or len(v) <= limit:
+            continue
+        changes[name] = v[: limit - 1].rstrip() + "…" if cut else None
+        done = f"cut to {limit:,}" if cut else "dropped"
+        why.append(
+            f"document {printable(a.id)!r}: the {name} is {len(v):,} characters, over the limit of "
+            f"{limit:,}: {done}; shorten it in the source"
+        )
+    if not changes:
+        return a, why
+    if "published" in changes:
+        changes["published_ts"] = None
+    return replace(a, **changes, content_hash=""), why
 
 
 def validate_id(doc_id: str) -> str | None:

@@ -124,7 +124,7 @@ class Writes:
     ) -> WriteReport:
         """:meth:`add`; ``record``: sources to keep in the manifest beside the paths read."""
         from . import indexing
-        from .ingest import IngestProblem, check_article, printable, read_path
+        from .ingest import IngestProblem, check_article, cut_fields, printable, read_path
 
         t0 = time.perf_counter()
         report = WriteReport()
@@ -188,6 +188,10 @@ class Writes:
                     if why := check_article(a):
                         report.problems.append(f"{printable(a.id)}: {why}")
                     else:
+                        # Held to the limits a file's record is (a new article: the caller's is left).
+                        a, cuts = cut_fields(a)
+                        for cut in cuts:
+                            report.problems.append(str(IngestProblem(a.id, cut, level="warning")))
                         also(a, "")
                         yield from admit(a)
                 elif not counted:

@@ -1,0 +1,104 @@
+"""An article's fields under the same limits on every way in (hardening): POST /documents,
+MCP's add_document, files and JSONL (`search index`, `search add`) and Articles given to
+``Engine.add`` in code."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from search import ingest, ingest_base
+from search.types import Article
+
+GOOD = (
+    "Chelsea beat Portsmouth 3-0 at Stamford Bridge on Saturday. Frank Lampard scored twice "
+    "and Didier Drogba added a late third for the visitors' neighbours.\n"
+)
+LONG = {"source": "BBC " * 200, "url": "http://example.com/" + "a" * 5_000, "published": "2005-01-01" * 20}
+
+
+def test_the_limits_are_the_ones_post_documents_takes() -> None:
+    from search.server_params import ArticleBody
+
+    for name, limit in [
+        ("title", ingest_base.MAX_TITLE_CHARS),
+        ("source", ingest_base.MAX_SOURCE_CHARS),
+        ("url", ingest_base.MAX_URL_CHARS),
+        ("published", ingest_base.MAX_PUBLISHED_CHARS),
+    ]:
+        got = [m.max_length for m in ArticleBody.model_fields[name].metadata if hasattr(m, "max_length")]
+        assert got == [limit], name
+
+
+def _check_cut(a: Article, problems: list[str]) -> None:
+    """A label (source) is cut like a title; a link or a date is dropped (part of one is
+    wrong); the article is kept, and each field is named in a warning about the document."""
+    assert len(a.source) == ingest_base.MAX_SOURCE_CHARS and a.source.endswith("…")
+    assert a.source.startswith("BBC BBC")
+    assert a.url is None and a.published is None and a.published_ts is None
+    assert len(problems) == 3, problems
+    for name, n in [("source", 800), ("url", 5_019), ("published", 200)]:
+        assert any("document 'long'" in p and f"the {name} is {n:,} characters" in p for p in problems), (
+            name,
+            problems,
+        )
+
+
+def test_jsonl_fields_over_the_http_limits_are_cut_or_dropped(tmp_path: Path) -> None:
+    """Hardening: a JSONL record's source, url and published were kept at any length, while
+    POST /documents takes at most 500, 4,000 and 100 characters."""
+    f = tmp_path / "feed.jsonl"
+    f.write_text(
+        json.dumps({"id": "long", "text": GOOD, **LONG})
+        + "\n"
+        + json.dumps({"id": "ok", "text": GOOD})
+        + "\n",
+        encoding="utf-8",
+    )
+    arts, problems = ingest.load(f)
+    got = {a.id: a for a in arts}
+    assert set(got) == {"long", "ok"}
+    assert all(p.level == "warning" for p in problems)
+    _check_cut(got["long"], [str(p) for p in problems])
+
+
+def test_engine_add_of_a_file_cuts_the_same_way(hash_engine, tmp_path: Path) -> None:
+    f = tmp_path / "feed.jsonl"
+    f.write_text(json.dumps({"id": "long", "text": GOOD, **LONG}) + "\n", encoding="utf-8")
+    r = hash_engine.add(f)
+    assert r.added == ["long"]
+    _check_cut(hash_engine.get_document("long"), r.problems)
+
+
+def test_articles_given_in_code_are_cut_the_same_way(hash_engine) -> None:
+    """Hardening: an Article given to Engine.add kept a title of any length (and any
+    source, url or date), while the same record from a file was cut."""
+    long = Article(id="long", title="Lampard " * 1_000, text=GOOD, **LONG)
+    r = hash_engine.add([long, Article(id="ok", title="Fine", text=GOOD)])
+    assert sorted(r.added) == ["long", "ok"]
+    stored = hash_engine.get_document("long")
+    assert len(stored.title) == ingest_base.MAX_TITLE_CHARS and stored.title.endswith("…")
+    titles = [p for p in r.problems if "the title is 8,000 characters" in p]
+    assert len(titles) == 1 and "document 'long'" in titles[0]
+    _check_cut(stored, [p for p in r.problems if p not in titles])
+    assert long.title == "Lampard " * 1_000  # the caller's object is left alone
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "says"),
+    [
+        ("title", None, "title must be a string"),
+        ("source", 5, "source must be a string"),
+        ("url", 5, "url must be a string or None"),
+        ("published", 20050101, "published must be a string or None"),
+    ],
+)
+def test_an_article_field_of_the_wrong_type_is_a_value_error(field: str, value: object, says: str) -> None:
+    """Hardening: Article(title=None) was "'NoneType' object has no attribute 'encode'",
+    source=5 a TypeError from deep in the write ("intern() argument must be str"), and
+    url=5 or published=20050101 were stored as numbers."""
+    kwargs: dict[str, object] = {"id": "x", "title": "T", "text": GOOD, field: value}
+    with pytest.raises(ValueError, match=f"article 'x': {says}"):
+        Article(**kwargs)  # type: ignore[arg-type]
