@@ -11,7 +11,7 @@ from __future__ import annotations
 import operator
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +31,14 @@ _TAKES = "add takes paths (str or os.PathLike) and Article objects, one or an it
 
 def _check_item(i: int, a: object) -> None:
     if not isinstance(a, (str, os.PathLike, Article)):
-        raise ValueError(f"{_TAKES}; item {i} is {shown(a)}")
+        raise ValueError(f"{_TAKES}; item {i} is {_what(a)}")
+
+
+def _what(x: object) -> str:
+    """``x`` as add's error names it; a dict is said to be no article, and how to make one."""
+    if isinstance(x, Mapping):
+        return "a dict, which is neither: make it Article(id=..., title=..., text=...)"
+    return shown(x)
 
 
 @dataclass
@@ -130,8 +137,9 @@ class Writes:
         report = WriteReport()
         if isinstance(items, (str, os.PathLike, Article)):
             items = [items]
-        elif isinstance(items, (bytes, bytearray)) or not isinstance(items, Iterable):
-            raise ValueError(f"{_TAKES}, not {shown(items)}")
+        elif isinstance(items, (bytes, bytearray, Mapping)) or not isinstance(items, Iterable):
+            # A dict iterated gave its keys, read as paths ("a: no such file or folder").
+            raise ValueError(f"{_TAKES}, not {_what(items)}")
         # A list is counted first (for the batch size and the ETA); any other iterable is
         # read once, as the write goes, and says how long it is only if it can
         # (``__length_hint__``); its paths are collected as they come and read after its

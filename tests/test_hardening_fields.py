@@ -1,6 +1,6 @@
 """An article's fields under the same limits on every way in (hardening): POST /documents,
 MCP's add_document, files and JSONL (`search index`, `search add`) and Articles given to
-``Engine.add`` in code."""
+``Engine.add`` in code; and what ``Engine.add`` says of a dict."""
 
 from __future__ import annotations
 
@@ -84,6 +84,16 @@ def test_articles_given_in_code_are_cut_the_same_way(hash_engine) -> None:
     assert len(titles) == 1 and "document 'long'" in titles[0]
     _check_cut(stored, [p for p in r.problems if p not in titles])
     assert long.title == "Lampard " * 1_000  # the caller's object is left alone
+
+
+@pytest.mark.parametrize("items", [{"a": 1}, {"id": "x", "text": GOOD}, {}])
+def test_a_dict_is_a_value_error_saying_what_add_takes(hash_engine, items: object) -> None:
+    """Hardening: add({"a": 1}) iterated the dict and read its keys as paths ("a: no such
+    file or folder"); a dict is said to be neither a path nor an Article."""
+    with pytest.raises(ValueError, match="add takes paths .* and Article objects") as got:
+        hash_engine.add(items)
+    assert "a dict" in str(got.value) and "Article(" in str(got.value)
+    assert hash_engine.documents() == []
 
 
 @pytest.mark.parametrize(
