@@ -27,6 +27,7 @@ from .errors import (
     WriterBusyError,
     scrub_paths,
 )
+from .schema_errors import schema_message
 
 # The handlers' notes keep the name they always had, so a log filter on it still works.
 log = logging.getLogger("search.server")
@@ -89,11 +90,7 @@ _HTTP_CODES = {
 
 def _validation_message(exc: RequestValidationError) -> str:
     """One line naming each bad field: 'query.k: Input should be less than or equal to 100'."""
-    parts = []
-    for err in exc.errors():
-        loc = ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "body"
-        parts.append(f"{loc}: {err.get('msg', 'invalid')}")
-    return "; ".join(parts) or "the request is invalid"
+    return schema_message(exc.errors())
 
 
 def _allowed_methods(request: Request) -> str:
