@@ -51,7 +51,10 @@ def value_kind(value: Any) -> str | None:
     if isinstance(value, bool):
         return "bool"
     if isinstance(value, (int, float)):
-        return "number" if math.isfinite(float(value)) else None
+        try:
+            return "number" if math.isfinite(float(value)) else None
+        except OverflowError:  # an int past a float's range (a 400-digit JSON number)
+            return None
     if isinstance(value, str):
         return "text"
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
@@ -202,7 +205,8 @@ class Filters:
         for c in self.clauses:
             kind = all_kinds.get(c.field)
             if kind is None:
-                known = ", ".join(sorted(all_kinds))
+                names = sorted(all_kinds)
+                known = ", ".join(names[:20]) + (f" and {len(names) - 20:,} more" if len(names) > 20 else "")
                 hint = (
                     ""
                     if kinds

@@ -29,6 +29,7 @@ MAX_TITLE_CHARS = 2_000
 MAX_SOURCE_CHARS = 500
 MAX_URL_CHARS = 4_000
 MAX_PUBLISHED_CHARS = 100
+MAX_FIELD_CHARS = 100  # a metadata field's name, as a filter names it
 
 
 def _limit(name: str, default: int) -> int:
@@ -94,6 +95,8 @@ def check_article(a: Article) -> str | None:
     if not a.text.strip():  # no passage to cut: the write would fail half-way
         return "the article has no text (empty or white space only); add the article text"
     for key, v in a.metadata.items():
+        if isinstance(key, str) and (bad := field_name_problem(key)):
+            return f"metadata field name {_short(key)}: {bad}; rename the field"
         if not isinstance(key, str) or value_kind(v) is None:
             return (
                 f"metadata field {printable(str(key))!r} must be text, a number, true/false "
@@ -141,6 +144,23 @@ def cut_fields(a: Article) -> tuple[Article, list[str]]:
     if "published" in changes:
         changes["published_ts"] = None
     return replace(a, **changes, content_hash=""), why
+
+
+def field_name_problem(key: str) -> str | None:
+    """Why ``key`` cannot name a metadata field, or ``None``: no filter could name it, and
+    every "unknown filter field" error would list it (a newline splitting the line)."""
+    if not key.strip():
+        return "it is empty"
+    if len(key) > MAX_FIELD_CHARS:
+        return f"it is {len(key):,} characters long (at most {MAX_FIELD_CHARS})"
+    if _CONTROL.search(key):
+        return "it contains control characters"
+    return None
+
+
+def _short(text: str) -> str:
+    """``text`` quoted for a one-line message: escapes shown, at most 40 characters of it."""
+    return repr(printable(text)) if len(text) <= 40 else repr(printable(text[:40])) + "…"
 
 
 def validate_id(doc_id: str) -> str | None:

@@ -18,7 +18,7 @@ from typing import Any
 from search import ingest_base as limits
 from search.dates import html_published, with_time
 from search.filters import value_kind
-from search.ingest_base import IngestProblem, _decode, _too_big, validate_id
+from search.ingest_base import IngestProblem, _decode, _too_big, field_name_problem, validate_id
 from search.ingest_text import (
     _SURROGATE,
     _normalise,
@@ -151,6 +151,9 @@ def _record(rec: Any, shown: str, abs_path: str, n: int) -> Article | IngestProb
     metadata: dict[str, Any] = {}
     for key, v in rec.items():
         if key in _RECORD_FIELDS or v is None:
+            continue
+        if isinstance(key, str) and field_name_problem(key):
+            log.info("%s:%d: field %r cannot be named by a filter: not kept", shown, n, key[:40])
             continue
         if value_kind(v) is None:
             # Nested objects and mixed lists cannot be shown or filtered on: dropped, said once.

@@ -112,3 +112,65 @@ def test_an_article_field_of_the_wrong_type_is_a_value_error(field: str, value: 
     kwargs: dict[str, object] = {"id": "x", "title": "T", "text": GOOD, field: value}
     with pytest.raises(ValueError, match=f"article 'x': {says}"):
         Article(**kwargs)  # type: ignore[arg-type]
+
+
+def test_a_number_past_floats_range_costs_only_its_field(hash_engine, tmp_path: Path) -> None:
+    """Hardening: a JSONL field holding a 400-digit integer was an OverflowError traceback
+    ("int too large to convert to float") from `search index` and `search add`, and the
+    whole batch was lost; as metadata of an Article, or over POST /documents, the same (500)."""
+    big = "9" * 400
+    f = tmp_path / "feed.jsonl"
+    f.write_text(
+        f'{{"id": "big", "text": "{GOOD.strip()}", "minute": {big}, "category": "football"}}\n'
+        + json.dumps({"id": "ok", "text": GOOD, "minute": 89})
+        + "\n",
+        encoding="utf-8",
+    )
+    r = hash_engine.add(f)
+    assert sorted(r.added) == ["big", "ok"] and r.problems == []
+    assert hash_engine.get_document("big").metadata == {"category": "football"}  # not a number to filter on
+    r = hash_engine.add(
+        [
+            Article(id="code", title="T", text=GOOD, metadata={"minute": int(big)}),
+            Article(id="x", title="X", text=GOOD),
+        ]
+    )
+    assert r.added == ["x"] and len(r.problems) == 1 and "metadata field 'minute'" in r.problems[0]
+
+
+@pytest.mark.parametrize("key", ["", "home\nteam", "a\x00b", "x" * 101])
+def test_a_metadata_field_no_filter_can_name_is_not_kept(hash_engine, tmp_path: Path, key: str) -> None:
+    """Hardening: a JSONL or POST /documents field named "", "home\\nteam", "a\\x00b" or 5,000
+    characters long was kept as a filter field: none can be named in a filter, and every
+    "unknown filter field" error listed them, a newline splitting it and 5,000 x's in it."""
+    from search.errors import FilterError
+
+    f = tmp_path / "feed.jsonl"
+    f.write_text(
+        json.dumps({"id": "a", "text": GOOD, key: "v", "category": "football"}) + "\n", encoding="utf-8"
+    )
+    r = hash_engine.add(f)
+    assert r.added == ["a"] and hash_engine.get_document("a").metadata == {"category": "football"}
+    assert set(hash_engine.fields()) == {"source", "published", "category"}
+    with pytest.raises(FilterError) as got:
+        hash_engine.search("Lampard", filters=["colour=red"])
+    assert "\n" not in str(got.value) and "xxx" not in str(got.value)
+    r = hash_engine.add(
+        [Article(id="code", title="T", text=GOOD, metadata={key: "v"}), Article(id="b", title="B", text=GOOD)]
+    )
+    assert r.added == ["b"] and len(r.problems) == 1 and "metadata field name" in r.problems[0], r.problems
+    assert "\n" not in r.problems[0] and "\x00" not in r.problems[0] and len(r.problems[0]) < 300
+
+
+def test_an_unknown_field_error_names_at_most_a_few_fields(hash_engine) -> None:
+    """An index with hundreds of metadata fields gave an error line naming every one."""
+    meta = {f"field{i:03d}": "v" for i in range(300)}
+    hash_engine.add(Article(id="a", title="T", text=GOOD, metadata=meta))
+    from search.errors import FilterError
+
+    with pytest.raises(FilterError) as got:
+        hash_engine.search("Lampard", filters=["colour=red"])
+    msg = str(got.value)
+    assert (
+        "unknown filter field 'colour'" in msg and "field000" in msg and "and 2" in msg and len(msg) < 600
+    ), msg
