@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import codecs
 import hashlib
+import io
 import json
 import logging
 import re
@@ -38,6 +39,10 @@ log = logging.getLogger("search.ingest")
 
 def _read_jsonl(f: Any, shown: str, abs_path: str) -> Iterator[Article | IngestProblem]:
     """One article per line, streamed: a file of any size costs one line at a time."""
+    head = f.peek(4)[:4] if hasattr(f, "peek") else b""
+    wide = next((enc for bom, enc in _WIDE_BOMS if head.startswith(bom)), None)
+    if wide:
+        f = _Utf8Lines(f, wide)
     found = False
     blank = True
     limit = limits.MAX_FILE_BYTES
@@ -66,6 +71,27 @@ def _read_jsonl(f: Any, shown: str, abs_path: str) -> Iterator[Article | IngestP
         yield item
     if not found and blank:
         yield IngestProblem(shown, "empty JSONL file; add one JSON object per line")
+
+
+# UTF-32's before UTF-16's: FF FE 00 00 starts with FF FE.
+_WIDE_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+
+
+class _Utf8Lines:
+    """A UTF-16 or UTF-32 file (Windows PowerShell's ``>`` writes UTF-16) as the UTF-8 lines
+    :func:`_lines` reads: each NUL byte of its ASCII was "binary file" a line, every record
+    after the first lost. A byte that does not decode becomes U+FFFD and fails its line alone."""
+
+    def __init__(self, f: Any, encoding: str) -> None:
+        self._text = io.TextIOWrapper(f, encoding=encoding, errors="replace", newline="")
+
+    def readline(self, size: int) -> bytes:
+        return self._text.readline(size).encode("utf-8", "surrogatepass")
 
 
 def _lines(f: Any, limit: int) -> Iterator[bytes | None]:
