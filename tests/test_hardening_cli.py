@@ -321,3 +321,22 @@ def test_many_warnings_of_one_kind_are_capped_with_a_count_per_kind(workdir: Pat
     assert "more like this" not in r.stderr
     r = CliRunner().invoke(cli, ["add", str(feed), "--json"], catch_exceptions=False)
     assert len(json.loads(r.stdout)["problems"]) == 1256
+
+
+# -- an error line quotes what it names -------------------------------------------------------
+def test_add_of_nothing_readable_says_why_once_without_a_warning_prefix(workdir: Path) -> None:
+    """Hardening: "Error: no article was added: warning: pipe.txt: not a regular file ..."."""
+    CliRunner().invoke(cli, ["index"], catch_exceptions=False)
+    os.mkfifo(workdir / "pipe.txt")
+    r = CliRunner().invoke(cli, ["add", str(workdir / "pipe.txt")], catch_exceptions=False)
+    assert r.exit_code == 1
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"Error: no article was added: {workdir / 'pipe.txt'}: not a regular file"), last
+
+
+def test_remove_of_an_empty_id_shows_the_id(workdir: Path) -> None:
+    """Hardening: `search remove ''` said "none of the ids is in the index:  (see ...)"."""
+    CliRunner().invoke(cli, ["index"], catch_exceptions=False)
+    r = CliRunner().invoke(cli, ["remove", "", "nope.txt"], catch_exceptions=False)
+    assert r.exit_code == 1
+    assert r.stderr.strip() == "Error: none of the ids is in the index: '', 'nope.txt' (see `search list`)"
