@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from .dates import end_of, is_date_only, parse_date
-from .errors import FilterError
+from .errors import FilterError, quoted
 
 #: Fields every index has, besides the extra metadata fields it has seen.
 BUILTIN = {"source": "text", "published": "date"}
@@ -149,11 +149,11 @@ class Filters:
             clauses.append(Clause("published", "<=", until))
         for w in where or []:
             if not isinstance(w, str):
-                raise FilterError(f"a where clause must be a FIELD=VALUE string, not {w!r} ({EXAMPLE})")
+                raise FilterError(f"a where clause must be a FIELD=VALUE string, not {quoted(w)} ({EXAMPLE})")
             m = _WHERE.match(w)
             if not m or not m.group(3):
                 raise FilterError(
-                    f"{w!r} is not a filter: write FIELD=VALUE, or FIELD>=VALUE (also <=, >, <) "
+                    f"{quoted(w)} is not a filter: write FIELD=VALUE, or FIELD>=VALUE (also <=, >, <) "
                     f"for numbers and dates ({EXAMPLE})"
                 )
             op = "=" if m.group(2) == ":" else m.group(2)
@@ -165,12 +165,12 @@ class Filters:
         clauses: list[Clause] = []
         for name, v in obj.items():
             if not isinstance(name, str):
-                raise FilterError(f"a filter field must be a name, not {name!r}")
+                raise FilterError(f"a filter field must be a name, not {quoted(name)}")
             if v is None:
                 continue
             if name in ("since", "until"):
                 if not isinstance(v, str):
-                    raise FilterError(f"{name} must be a date string such as 2005-01-01, not {v!r}")
+                    raise FilterError(f"{name} must be a date string such as 2005-01-01, not {quoted(v)}")
                 clauses.append(Clause("published", ">=" if name == "since" else "<=", v))
             elif name == "where":
                 if isinstance(v, str):
@@ -184,7 +184,9 @@ class Filters:
             elif isinstance(v, Mapping):
                 for op, x in v.items():
                     if op not in OPS:
-                        raise FilterError(f"{name}: unknown comparison {op!r}: use one of {', '.join(OPS)}")
+                        raise FilterError(
+                            f"{name}: unknown comparison {quoted(op)}: use one of {', '.join(OPS)}"
+                        )
                     clauses.append(Clause(name, op, x))
             elif isinstance(v, list):
                 if not v:
@@ -212,7 +214,9 @@ class Filters:
                     if kinds
                     else " (an index built before metadata was kept has no other: `search reindex`)"
                 )
-                raise FilterError(f"unknown filter field {c.field!r}: this index can filter on {known}{hint}")
+                raise FilterError(
+                    f"unknown filter field {quoted(c.field)}: this index can filter on {known}{hint}"
+                )
             out.extend(_typed(c, kind))
         lo: dict[str, float] = {}
         hi: dict[str, float] = {}
@@ -267,7 +271,7 @@ def _typed(c: Clause, kind: str) -> list[Clause]:
         if not isinstance(v, str):
             what = "a list of strings" if kind == "strings" else "text"
             raise FilterError(
-                f"{c.field} holds {what}: give a string value, e.g. --where {c.field}=VALUE (got {v!r})"
+                f"{c.field} holds {what}: give a string value, e.g. --where {c.field}=VALUE (got {quoted(v)})"
             )
         return [Clause(c.field, c.op, v)]
     if kind == "bool":
@@ -275,7 +279,9 @@ def _typed(c: Clause, kind: str) -> list[Clause]:
             raise FilterError(f"{c.field} is true or false: use {c.field}=true or {c.field}=false")
         b = v if isinstance(v, bool) else _TRUE.get(str(v).strip().lower())
         if b is None:
-            raise FilterError(f"{c.field} is true or false, not {v!r}: use {c.field}=true or {c.field}=false")
+            raise FilterError(
+                f"{c.field} is true or false, not {quoted(v)}: use {c.field}=true or {c.field}=false"
+            )
         return [Clause(c.field, c.op, b)]
     if kind == "number":
         try:
@@ -283,13 +289,13 @@ def _typed(c: Clause, kind: str) -> list[Clause]:
         except (TypeError, ValueError):
             x = math.nan
         if not math.isfinite(x):
-            raise FilterError(f"{c.field} holds numbers: {v!r} is not one (e.g. --where {c.field}>=80)")
+            raise FilterError(f"{c.field} holds numbers: {quoted(v)} is not one (e.g. --where {c.field}>=80)")
         return [Clause(c.field, c.op, x)]
     # a date
     dt = parse_date(v) if isinstance(v, str) else None
     if dt is None:
         raise FilterError(
-            f"{c.field}: {v!r} is not a date: use ISO 8601 such as 2005-01-01 or 2005-01-01T18:30:00Z"
+            f"{c.field}: {quoted(v)} is not a date: use ISO 8601 such as 2005-01-01 or 2005-01-01T18:30:00Z"
         )
     start = dt.timestamp()
     whole = is_date_only(v)

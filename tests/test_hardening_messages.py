@@ -94,3 +94,27 @@ def test_mcp_add_document_names_the_field(engine: Any, args: dict[str, Any], say
     r = anyio.run(call)
     assert r.is_error and [c.text for c in r.content] == [says]
     assert [d.id for d in engine.documents()] == ["a"]
+
+
+@pytest.mark.parametrize(
+    "filters",
+    [
+        {"since": "x" * 100_000},
+        ["x" * 100_000],
+        ["minute>=1", "y" * 100_000 + "=1"],
+        {"z" * 100_000: "v"},
+        ["minute>=" + "9" * 100_000 + "x"],
+        {"flag": "n" * 100_000},
+    ],
+)
+def test_a_filter_error_quotes_at_most_the_head_of_a_long_value(engine: Any, filters: Any) -> None:
+    """Hardening: a 100,000-character since (over MCP, the CLI or the API; HTTP caps it at 64)
+    or where clause came back whole in the one-line error."""
+    from search.errors import FilterError
+    from search.types import Article
+
+    engine.add(Article(id="m", title="T", text=TEXT, metadata={"minute": 89, "flag": True}))
+    with pytest.raises(FilterError) as got:
+        engine.search("who scored", filters=filters)
+    msg = str(got.value)
+    assert len(msg) < 400 and "characters)" in msg, msg
