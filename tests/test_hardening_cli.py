@@ -340,3 +340,19 @@ def test_remove_of_an_empty_id_shows_the_id(workdir: Path) -> None:
     r = CliRunner().invoke(cli, ["remove", "", "nope.txt"], catch_exceptions=False)
     assert r.exit_code == 1
     assert r.stderr.strip() == "Error: none of the ids is in the index: '', 'nope.txt' (see `search list`)"
+
+
+@pytest.mark.parametrize("where", ["seeds/001_10f36a323a73b675.txt", "seeds"])
+def test_an_index_path_that_is_no_index_is_not_to_be_removed(workdir: Path, where: str) -> None:
+    """Hardening: `--index seeds/a.txt` (an article) or `--index seeds` said "choose another
+    --index directory or remove it": the advice was to delete the user's own articles."""
+    before = sorted(p.name for p in (workdir / "seeds").iterdir())
+    for cmd in (["ask", "who scored"], ["index", "seeds"]):
+        r = CliRunner().invoke(cli, [*cmd, "--index", where], catch_exceptions=False)
+        assert r.exit_code == 1
+        msg = r.stderr.strip()
+        assert msg.startswith(f"Error: {where} is not an index") and "remove" not in msg, msg
+        assert len(msg.splitlines()) == 1
+    if where.endswith(".txt"):
+        assert "is a file" in msg, msg
+    assert sorted(p.name for p in (workdir / "seeds").iterdir()) == before
