@@ -122,7 +122,7 @@ class Filters:
             return cls.parse(where=[obj])
         if isinstance(obj, Mapping):
             return cls._from_mapping(obj)
-        if isinstance(obj, Sequence):
+        if isinstance(obj, Sequence) and not isinstance(obj, (bytes, bytearray)):
             return cls.parse(where=list(obj))
         raise FilterError(
             f"filters must be an object of field: value pairs or a list of FIELD=VALUE strings, "

@@ -309,7 +309,12 @@ class Writes:
         """Remove documents by id (one id, or several); ids not in the index are reported as missing."""
         t0 = time.perf_counter()
         report = WriteReport()
-        # One id is one id, not its characters (each of which may be another document's id).
+        # One id is one id, not its characters (each of which may be another document's id);
+        # bytes are not ids either (iterated, they were numbers: "not 97").
+        if isinstance(doc_ids, (bytes, bytearray)) or not isinstance(doc_ids, (str, Iterable)):
+            raise ValueError(
+                f"remove takes a document id (a string) or an iterable of them, not {shown(doc_ids)}"
+            )
         ids = [doc_ids] if isinstance(doc_ids, str) else list(doc_ids)
         for d in ids:
             check_id(d)
