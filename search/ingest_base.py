@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from search.errors import quoted
 from search.filters import value_kind
 from search.ingest_text import _CONTROL, _SURROGATE, printable
 from search.types import Article
@@ -120,6 +121,7 @@ def cut_fields(a: Article) -> tuple[Article, list[str]]:
 
     Cut, not skipped: the text is the article. A title or a source is a label, cut to its
     limit; part of a url or a date is a wrong one, so a longer url or published is dropped.
+    A published date this does not read is kept as written, with a warning.
     """
     caps = (
         ("title", MAX_TITLE_CHARS, True),
@@ -138,6 +140,17 @@ def cut_fields(a: Article) -> tuple[Article, list[str]]:
         why.append(
             f"document {printable(a.id)!r}: the {name} is {len(v):,} characters, over the limit of "
             f"{limit:,}: {done}; shorten it in the source"
+        )
+    if (
+        isinstance(a.published, str)
+        and a.published.strip()
+        and a.published_ts is None
+        and "published" not in changes
+    ):
+        # Kept as written, but no date filter or sort can place it: say so, or it is passed by in silence.
+        why.append(
+            f"document {printable(a.id)!r}: published {quoted(printable(a.published))} is not a date this reads: "
+            "since/until and sort=newest pass it by; write ISO 8601 such as 2005-03-01 or 2005-03-01T18:30:00Z"
         )
     if not changes:
         return a, why

@@ -174,3 +174,30 @@ def test_an_unknown_field_error_names_at_most_a_few_fields(hash_engine) -> None:
     assert (
         "unknown filter field 'colour'" in msg and "field000" in msg and "and 2" in msg and len(msg) < 600
     ), msg
+
+
+def test_a_published_date_that_does_not_parse_is_kept_and_said(hash_engine, tmp_path: Path) -> None:
+    """Hardening: "2005-02-30" or "01.03.2005" was kept with no timestamp and not a word, so
+    --since, --until and --sort newest passed the article by in silence."""
+    f = tmp_path / "feed.jsonl"
+    rows = [
+        ("bad", "2005-02-30"),
+        ("dots", "01.03.2005"),
+        ("iso", "2005-03-01"),
+        ("rfc", "Tue, 01 Mar 2005 18:30:00 GMT"),
+    ]
+    f.write_text(
+        "".join(json.dumps({"id": i, "text": GOOD, "published": d}) + "\n" for i, d in rows), encoding="utf-8"
+    )
+    r = hash_engine.add(f)
+    assert sorted(r.added) == ["bad", "dots", "iso", "rfc"]
+    said = [p for p in r.problems if "is not a date" in p]
+    assert len(said) == 2 and len(r.problems) == 2, r.problems
+    assert "document 'bad': published '2005-02-30' is not a date" in said[0] and "ISO 8601" in said[0]
+    assert hash_engine.get_document("dots").published == "01.03.2005"  # kept as written
+    r = hash_engine.add(Article(id="code", title="T", text=GOOD + " More.", published="yesterday"))
+    assert (
+        r.added == ["code"]
+        and len(r.problems) == 1
+        and "published 'yesterday' is not a date" in r.problems[0]
+    )
