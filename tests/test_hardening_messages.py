@@ -118,3 +118,14 @@ def test_a_filter_error_quotes_at_most_the_head_of_a_long_value(engine: Any, fil
         engine.search("who scored", filters=filters)
     msg = str(got.value)
     assert len(msg) < 400 and "characters)" in msg, msg
+
+
+@pytest.mark.parametrize("value", ["nan", "NaN", "inf", "-inf"])
+def test_half_life_that_is_no_number_says_so(client: TestClient, value: str) -> None:
+    """Hardening: half_life=nan was "Input should be less than or equal to 100000"."""
+    for r in (
+        client.get("/ask", params={"q": "who scored", "half_life": value, "sort": "recency"}),
+        client.post("/ask", json={"question": "who scored", "half_life": value, "sort": "recency"}),
+    ):
+        msg = _message(r)
+        assert msg.endswith("half_life: Input should be a finite number"), msg
