@@ -46,7 +46,12 @@ def schema_message(errors: Iterable[Any]) -> str:
             unions.setdefault(field, []).append(".".join([*lead, *steps]))
             continue
         where = ".".join([*lead, *steps]) or "body"
-        if err.get("type") == "string_pattern_mismatch" and field in PATTERNS:
+        if err.get("type") == "json_invalid":  # its location is a character, not a field
+            why = (err.get("ctx") or {}).get("error") or "malformed"
+            said["body"] = (
+                f"not valid JSON at character {steps[-1] if steps else '?'} ({why}): send one JSON object"
+            )
+        elif err.get("type") == "string_pattern_mismatch" and field in PATTERNS:
             said[where] = PATTERNS[field]
         else:
             said.setdefault(where, str(err.get("msg") or "invalid"))

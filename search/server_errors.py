@@ -146,6 +146,12 @@ def _install_error_handlers(app: FastAPI) -> None:
         code = _HTTP_CODES.get(exc.status_code, "http_error")
         message = exc.detail if isinstance(exc.detail, str) else code
         headers = dict(getattr(exc, "headers", None) or {})
+        if exc.status_code == 400 and message == "There was an error parsing the body":
+            # FastAPI's words for a body json.loads could not take at all (not a JSON error)
+            message = (
+                "the body could not be read as JSON (not UTF-8, nested too deep, or a number of over "
+                "4,300 digits): send one JSON object in UTF-8"
+            )
         if exc.status_code == 404 and message == "Not Found":
             message = f"no route {request.url.path}: see /docs"
         if exc.status_code == 405:

@@ -129,3 +129,30 @@ def test_half_life_that_is_no_number_says_so(client: TestClient, value: str) -> 
     ):
         msg = _message(r)
         assert msg.endswith("half_life: Input should be a finite number"), msg
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "says"),
+    [
+        # was 422 "1: JSON decode error": a character position named as if it were a field
+        (
+            b"{not json",
+            422,
+            "body: not valid JSON at character 1 (Expecting property name enclosed in double quotes)",
+        ),
+        (b'{"question": "x",}', 422, "body: not valid JSON at character 17"),
+        # were 400 "There was an error parsing the body"
+        ('{"question": "wh\xf6 scored"}'.encode("latin-1"), 400, "the body could not be read as JSON"),
+        (b'{"question": "x", "k": ' + b"9" * 5_000 + b"}", 400, "the body could not be read as JSON"),
+        (
+            b'{"question": "x", "filters": ' + b"[" * 5_000 + b"]" * 5_000 + b"}",
+            400,
+            "the body could not be read",
+        ),
+    ],
+)
+def test_a_body_that_is_not_json_says_so(client: TestClient, body: bytes, status: int, says: str) -> None:
+    r = client.post("/ask", content=body, headers={"Content-Type": "application/json"})
+    assert r.status_code == status, r.text
+    msg = r.json()["error"]["message"]
+    assert msg.startswith(says) and "send" in msg, msg
