@@ -128,6 +128,8 @@ def _loads(line: str) -> Any:
         return json.loads(line)
     except json.JSONDecodeError as e:
         raise ValueError(f"malformed JSON ({e.msg} at column {e.colno})") from None
+    except ValueError:  # int() refuses a literal of over 4,300 digits (sys.int_info)
+        raise ValueError("a number of over 4,300 digits, which JSON readers refuse") from None
     except RecursionError:  # pragma: no cover - the depth check comes first
         raise ValueError(f"JSON nested deeper than {limits.MAX_JSON_DEPTH} levels") from None
 

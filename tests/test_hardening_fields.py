@@ -201,3 +201,20 @@ def test_a_published_date_that_does_not_parse_is_kept_and_said(hash_engine, tmp_
         and len(r.problems) == 1
         and "published 'yesterday' is not a date" in r.problems[0]
     )
+
+
+def test_a_number_past_pythons_digit_limit_is_a_line_error_in_the_files_terms(tmp_path: Path) -> None:
+    """Hardening: a 5,000-digit number gave "Exceeds the limit (4300 digits) for integer string
+    conversion: ...; use sys.set_int_max_str_digits() to increase the limit" (Python's advice)."""
+    f = tmp_path / "feed.jsonl"
+    f.write_text(
+        f'{{"id": "a", "text": "{GOOD.strip()}", "n": {"9" * 5_000}}}\n'
+        + json.dumps({"id": "b", "text": GOOD})
+        + "\n",
+        encoding="utf-8",
+    )
+    arts, problems = ingest.load(f)
+    assert [a.id for a in arts] == ["b"]
+    assert [str(p) for p in problems] == [
+        f"{f}:1: a number of over 4,300 digits, which JSON readers refuse; fix or remove the line"
+    ]
