@@ -58,6 +58,8 @@ def _record(line: str) -> dict[str, Any]:
         d = json.loads(line)
     except json.JSONDecodeError as e:
         raise _FieldError(f"not a question record: malformed JSON ({e.msg} at column {e.colno})") from None
+    except ValueError:  # int() refuses a literal of over 4,300 digits
+        raise _FieldError("not a question record: a number of over 4,300 digits") from None
     if not isinstance(d, dict):
         kinds = {list: "a list", str: "a string", bool: "true/false", int: "a number", float: "a number"}
         kind = kinds.get(type(d), "null")

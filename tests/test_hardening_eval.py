@@ -30,6 +30,8 @@ from search.evaluate import read_questions
             b'{"id": "a", "answers": []}',
             ':1: not a question record: no "question"; each line needs id, question',
         ),
+        # was "(Exceeds the limit (4300 digits) ...; use sys.set_int_max_str_digits() ...)"
+        (b'{"id": ' + b"9" * 5_000 + b"}", ":1: not a question record: a number of over 4,300 digits"),
         # was "(Expecting value: line 1 column 7 (char 6))"
         (b'{"id": }', ":1: not a question record: malformed JSON (Expecting value at column 8)"),
     ],
