@@ -356,3 +356,41 @@ def test_an_index_path_that_is_no_index_is_not_to_be_removed(workdir: Path, wher
     if where.endswith(".txt"):
         assert "is a file" in msg, msg
     assert sorted(p.name for p in (workdir / "seeds").iterdir()) == before
+
+
+# -- an article's control characters never reach the terminal -----------------------------------
+HOSTILE = "\x1b]0;pwned\x07 \x1b[2J\x1b[31mRED\x00 \r\x9b31m end"
+
+
+@pytest.mark.parametrize(
+    "cmd",
+    [
+        ["show", "esc"],
+        ["show", "esc", "--span", "0:10"],
+        ["ask", "Lampard"],
+        ["list"],
+        ["ask", "Lampard", "--mode", "bm25"],
+    ],
+)
+def test_terminal_escapes_in_an_article_are_shown_not_obeyed(workdir: Path, cmd: list[str]) -> None:
+    """Hardening: an article's title, source or text holding ESC sequences (from a feed, POST
+    /documents or Engine.add) reached the terminal raw through show, ask and list: one could
+    clear the screen, set the window title (OSC) or recolour everything after it."""
+    from search.engine import Engine
+    from search.types import Article
+
+    with Engine.open(workdir / "index", embedder="hash") as e:
+        r = e.add(
+            Article(
+                id="esc",
+                title=f"Title {HOSTILE}",
+                text=f"Lampard scored twice. {HOSTILE}",
+                source=f"BBC{HOSTILE}",
+            )
+        )
+        assert r.added == ["esc"]
+    r = CliRunner().invoke(cli, cmd, catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    for c in ("\x1b", "\x07", "\x00", "\r", "\x9b"):
+        assert c not in r.stdout, (c, r.stdout)
+    assert "␛]0;pwned" in r.stdout or cmd[0] == "list"
