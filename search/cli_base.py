@@ -23,13 +23,42 @@ MODES = ["hybrid", "bm25", "dense"]
 def _err_console() -> Any:
     from rich.console import Console
 
-    return Console(stderr=True, highlight=False, emoji=False)
+    return _shown_not_obeyed(Console(stderr=True, highlight=False, emoji=False))
 
 
 def _console() -> Any:
     from rich.console import Console
 
-    return Console(highlight=False, emoji=False)
+    return _shown_not_obeyed(Console(highlight=False, emoji=False))
+
+
+# Every control character but newline and tab, as a visible character of the same length
+# (C0 as its Control Picture, ␛ for ESC; DEL ␡; C1 U+FFFD), so styled spans keep their place.
+_TERMINAL = str.maketrans(
+    {
+        **{c: 0x2400 + c for c in range(0x20) if c not in (0x09, 0x0A)},
+        0x7F: 0x2421,
+        **{c: 0xFFFD for c in range(0x80, 0xA0)},
+    }
+)
+
+
+def _shown_not_obeyed(console: Any) -> Any:
+    """``console``, printing an article's control characters instead of obeying them: a
+    title, source or text holding ESC sequences (a feed's, a POST's) could clear the
+    screen, set the window title or recolour the rest of the output."""
+    from rich.console import RenderHook
+    from rich.text import Text
+
+    class Hook(RenderHook):
+        def process_renderables(self, renderables: list[Any]) -> list[Any]:
+            for r in renderables:
+                if isinstance(r, Text) and (safe := r.plain.translate(_TERMINAL)) != r.plain:
+                    r.plain = safe
+            return renderables
+
+    console.push_render_hook(Hook())
+    return console
 
 
 def _open(

@@ -258,7 +258,9 @@ def add_cmd(
         _print_report(report, "add")
     if not (report.added or report.replaced or report.unchanged):
         raise click.ClickException(
-            "no article was added: " + (report.problems[0] if report.problems else "nothing to read")
+            # The reason itself, not its "warning: " prefix (the warning is printed above).
+            "no article was added: "
+            + (report.problems[0].removeprefix("warning: ") if report.problems else "nothing to read")
         )
 
 
@@ -281,7 +283,8 @@ def remove_cmd(
         c.print(f"removed {len(report.removed)} document(s)")
     if not report.removed:
         raise click.ClickException(
-            one_line(f"none of the ids is in the index: {', '.join(doc_ids)} (see `search list`)")
+            # Quoted: an empty id was shown as nothing at all ("index:  (see").
+            one_line(f"none of the ids is in the index: {', '.join(map(repr, doc_ids))} (see `search list`)")
         )
 
 

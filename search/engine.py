@@ -165,9 +165,11 @@ class Engine(Writes, Asks, Documents):
 
         if not is_index(self.path):
             if self.path.exists() and (not self.path.is_dir() or _has_foreign_files(self.path)):
+                # Never "remove it": it may be the user's articles (`--index seeds`).
+                what = "a folder of other files" if self.path.is_dir() else "a file"
                 raise IndexFormatError(
-                    f"{self.path} is not an index (no CURRENT file): choose another --index "
-                    "directory or remove it and run `search index`"
+                    f"{self.path} is not an index (no CURRENT file): it is {what}; give --index the "
+                    "index's folder, or a new one for `search index` to make"
                 )
             if not create:
                 raise IndexMissingError(

@@ -71,6 +71,15 @@ class FilterError(QueryError):
     """A filter names an unknown field, or gives a value of the wrong form."""
 
 
+def quoted(value: object, limit: int = 60) -> str:
+    """``value`` as a one-line error quotes it: its repr, or the head of a long string and
+    its length (a 100,000-character ``since`` came back whole)."""
+    if isinstance(value, str) and len(value) > limit:
+        return f"{value[:limit]!r}… ({len(value):,} characters)"
+    r = repr(value)
+    return r if len(r) <= limit + 20 else r[:limit] + "…"
+
+
 # Errors of a kind that is a mistake in this package when raised by its own code: shown as
 # one (a traceback to report), never as "rebuild the index", which would not fix it. Raised
 # inside a library reading a file (whoosh's ``ord()`` of an empty table of contents), they

@@ -49,6 +49,26 @@ def _strings(d: dict[str, Any], key: str) -> list[str]:
     return v
 
 
+_NEEDS = "id, question, answers, evidence"
+
+
+def _record(line: str) -> dict[str, Any]:
+    """One line's JSON object, or :class:`_FieldError` saying what the line is instead."""
+    try:
+        d = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise _FieldError(f"not a question record: malformed JSON ({e.msg} at column {e.colno})") from None
+    except ValueError:  # int() refuses a literal of over 4,300 digits
+        raise _FieldError("not a question record: a number of over 4,300 digits") from None
+    if not isinstance(d, dict):
+        kinds = {list: "a list", str: "a string", bool: "true/false", int: "a number", float: "a number"}
+        kind = kinds.get(type(d), "null")
+        raise _FieldError(
+            f"not a question record: expected a JSON object, got {kind}; each line needs {_NEEDS}"
+        )
+    return d
+
+
 class _FieldError(Exception):
     """A question record's field of the wrong shape (its message names the field)."""
 
@@ -56,6 +76,10 @@ class _FieldError(Exception):
 def read_questions(path: str | Path) -> list[Question]:
     """Read a question file; a malformed line is an error naming the file and line."""
     p = Path(path)
+    if p.is_dir():
+        raise IngestError(f"{p}: is a folder, not a question file: give the path of a .jsonl question file")
+    if p.exists() and not p.is_file():
+        raise IngestError(f"{p}: not a regular file (a device, FIFO or socket): give a .jsonl question file")
     if not p.is_file():
         raise IngestError(f"{p}: no such file: give the path of a .jsonl question file")
     from .engine import Engine
@@ -71,7 +95,7 @@ def read_questions(path: str | Path) -> list[Question]:
                 if not line.strip():
                     continue
                 try:
-                    d = json.loads(line)
+                    d = _record(line)
                     q = Question(
                         id=str(d["id"]),
                         question=d["question"],
@@ -80,10 +104,14 @@ def read_questions(path: str | Path) -> list[Question]:
                     )
                 except _FieldError as e:
                     raise IngestError(f"{p}:{n}: {e}") from None
-                except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:
+                except KeyError as e:
+                    raise IngestError(
+                        f'{p}:{n}: not a question record: no "{e.args[0]}"; each line needs {_NEEDS}'
+                    ) from None
+                except (ValueError, TypeError, AttributeError, RecursionError) as e:
                     why = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
                     raise IngestError(
-                        f"{p}:{n}: not a question record ({why}): each line needs id, question, answers, evidence"
+                        f"{p}:{n}: not a question record ({why}): each line needs {_NEEDS}"
                     ) from None
                 try:
                     Engine.check_question(q.question)

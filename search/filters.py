@@ -31,10 +31,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from .dates import end_of, is_date_only, parse_date
-from .errors import FilterError
+from .errors import FilterError, quoted
 
 #: Fields every index has, besides the extra metadata fields it has seen.
 BUILTIN = {"source": "text", "published": "date"}
@@ -51,7 +49,10 @@ def value_kind(value: Any) -> str | None:
     if isinstance(value, bool):
         return "bool"
     if isinstance(value, (int, float)):
-        return "number" if math.isfinite(float(value)) else None
+        try:
+            return "number" if math.isfinite(float(value)) else None
+        except OverflowError:  # an int past a float's range (a 400-digit JSON number)
+            return None
     if isinstance(value, str):
         return "text"
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
@@ -121,7 +122,7 @@ class Filters:
             return cls.parse(where=[obj])
         if isinstance(obj, Mapping):
             return cls._from_mapping(obj)
-        if isinstance(obj, Sequence):
+        if isinstance(obj, Sequence) and not isinstance(obj, (bytes, bytearray)):
             return cls.parse(where=list(obj))
         raise FilterError(
             f"filters must be an object of field: value pairs or a list of FIELD=VALUE strings, "
@@ -146,11 +147,11 @@ class Filters:
             clauses.append(Clause("published", "<=", until))
         for w in where or []:
             if not isinstance(w, str):
-                raise FilterError(f"a where clause must be a FIELD=VALUE string, not {w!r} ({EXAMPLE})")
+                raise FilterError(f"a where clause must be a FIELD=VALUE string, not {quoted(w)} ({EXAMPLE})")
             m = _WHERE.match(w)
             if not m or not m.group(3):
                 raise FilterError(
-                    f"{w!r} is not a filter: write FIELD=VALUE, or FIELD>=VALUE (also <=, >, <) "
+                    f"{quoted(w)} is not a filter: write FIELD=VALUE, or FIELD>=VALUE (also <=, >, <) "
                     f"for numbers and dates ({EXAMPLE})"
                 )
             op = "=" if m.group(2) == ":" else m.group(2)
@@ -162,12 +163,12 @@ class Filters:
         clauses: list[Clause] = []
         for name, v in obj.items():
             if not isinstance(name, str):
-                raise FilterError(f"a filter field must be a name, not {name!r}")
+                raise FilterError(f"a filter field must be a name, not {quoted(name)}")
             if v is None:
                 continue
             if name in ("since", "until"):
                 if not isinstance(v, str):
-                    raise FilterError(f"{name} must be a date string such as 2005-01-01, not {v!r}")
+                    raise FilterError(f"{name} must be a date string such as 2005-01-01, not {quoted(v)}")
                 clauses.append(Clause("published", ">=" if name == "since" else "<=", v))
             elif name == "where":
                 if isinstance(v, str):
@@ -181,7 +182,9 @@ class Filters:
             elif isinstance(v, Mapping):
                 for op, x in v.items():
                     if op not in OPS:
-                        raise FilterError(f"{name}: unknown comparison {op!r}: use one of {', '.join(OPS)}")
+                        raise FilterError(
+                            f"{name}: unknown comparison {quoted(op)}: use one of {', '.join(OPS)}"
+                        )
                     clauses.append(Clause(name, op, x))
             elif isinstance(v, list):
                 if not v:
@@ -202,13 +205,16 @@ class Filters:
         for c in self.clauses:
             kind = all_kinds.get(c.field)
             if kind is None:
-                known = ", ".join(sorted(all_kinds))
+                names = sorted(all_kinds)
+                known = ", ".join(names[:20]) + (f" and {len(names) - 20:,} more" if len(names) > 20 else "")
                 hint = (
                     ""
                     if kinds
                     else " (an index built before metadata was kept has no other: `search reindex`)"
                 )
-                raise FilterError(f"unknown filter field {c.field!r}: this index can filter on {known}{hint}")
+                raise FilterError(
+                    f"unknown filter field {quoted(c.field)}: this index can filter on {known}{hint}"
+                )
             out.extend(_typed(c, kind))
         lo: dict[str, float] = {}
         hi: dict[str, float] = {}
@@ -263,7 +269,7 @@ def _typed(c: Clause, kind: str) -> list[Clause]:
         if not isinstance(v, str):
             what = "a list of strings" if kind == "strings" else "text"
             raise FilterError(
-                f"{c.field} holds {what}: give a string value, e.g. --where {c.field}=VALUE (got {v!r})"
+                f"{c.field} holds {what}: give a string value, e.g. --where {c.field}=VALUE (got {quoted(v)})"
             )
         return [Clause(c.field, c.op, v)]
     if kind == "bool":
@@ -271,7 +277,9 @@ def _typed(c: Clause, kind: str) -> list[Clause]:
             raise FilterError(f"{c.field} is true or false: use {c.field}=true or {c.field}=false")
         b = v if isinstance(v, bool) else _TRUE.get(str(v).strip().lower())
         if b is None:
-            raise FilterError(f"{c.field} is true or false, not {v!r}: use {c.field}=true or {c.field}=false")
+            raise FilterError(
+                f"{c.field} is true or false, not {quoted(v)}: use {c.field}=true or {c.field}=false"
+            )
         return [Clause(c.field, c.op, b)]
     if kind == "number":
         try:
@@ -279,13 +287,13 @@ def _typed(c: Clause, kind: str) -> list[Clause]:
         except (TypeError, ValueError):
             x = math.nan
         if not math.isfinite(x):
-            raise FilterError(f"{c.field} holds numbers: {v!r} is not one (e.g. --where {c.field}>=80)")
+            raise FilterError(f"{c.field} holds numbers: {quoted(v)} is not one (e.g. --where {c.field}>=80)")
         return [Clause(c.field, c.op, x)]
     # a date
     dt = parse_date(v) if isinstance(v, str) else None
     if dt is None:
         raise FilterError(
-            f"{c.field}: {v!r} is not a date: use ISO 8601 such as 2005-01-01 or 2005-01-01T18:30:00Z"
+            f"{c.field}: {quoted(v)} is not a date: use ISO 8601 such as 2005-01-01 or 2005-01-01T18:30:00Z"
         )
     start = dt.timestamp()
     whole = is_date_only(v)
@@ -297,124 +305,3 @@ def _typed(c: Clause, kind: str) -> list[Clause]:
     if c.op == "<=" or c.op == ">":
         return [Clause(c.field, c.op, end)]
     return [Clause(c.field, c.op, start)]
-
-
-class Columns:
-    """The filterable fields of a set of documents as numpy columns, for bitmaps in microseconds.
-
-    Built once per index generation (documents in a fixed order); :meth:`mask` turns a
-    checked filter into a boolean array over those documents.
-    """
-
-    def __init__(
-        self,
-        sources: Sequence[str],
-        published: Sequence[float | None],
-        metadata: Sequence[Mapping[str, Any]],
-    ) -> None:
-        self.n = len(sources)
-        self._sources = list(sources)
-        self._published = np.array([math.nan if p is None else p for p in published], dtype=np.float64)
-        self._meta = metadata
-        self.kinds: dict[str, str] = {}
-        for m in metadata:
-            merge_kinds(self.kinds, m)
-        self._cols: dict[str, Any] = {}
-
-    def column(self, name: str) -> Any:
-        """(kind, data): text → (codes, vocab); number → floats; bool → int8; strings → (docs, codes, vocab)."""
-        col = self._cols.get(name)
-        if col is not None:
-            return col
-        kind = BUILTIN.get(name) or self.kinds.get(name)
-        if name == "published":
-            col = ("date", self._published)
-        elif name == "source":
-            col = ("text", _encode(self._sources))
-        elif kind == "text":
-            col = (
-                "text",
-                _encode([m.get(name) if isinstance(m.get(name), str) else None for m in self._meta]),
-            )
-        elif kind == "number":
-            vals = [m.get(name) for m in self._meta]
-            col = (kind, np.array([_num(v) for v in vals], dtype=np.float64))
-        elif kind == "bool":
-            vals = [m.get(name) for m in self._meta]
-            col = (kind, np.array([int(v) if isinstance(v, bool) else -1 for v in vals], dtype=np.int8))
-        elif kind == "strings":
-            docs: list[int] = []
-            items: list[str] = []
-            for i, m in enumerate(self._meta):
-                v = m.get(name)
-                if isinstance(v, list):
-                    for s in v:
-                        if isinstance(s, str):
-                            docs.append(i)
-                            items.append(s)
-            codes, vocab = _encode(items)
-            col = (kind, (np.asarray(docs, dtype=np.int64), codes, vocab))
-        else:
-            col = ("none", None)
-        self._cols[name] = col
-        return col
-
-    def mask(self, filters: Filters) -> np.ndarray:
-        """Which documents pass a checked filter: ``bool [n]``."""
-        out = np.ones(self.n, dtype=bool)
-        eq: dict[str, np.ndarray] = {}
-        for c in filters.clauses:
-            kind, data = self.column(c.field)
-            if kind == "none":
-                return np.zeros(self.n, dtype=bool)
-            if kind == "text":
-                codes, vocab = data
-                hit = codes == vocab.get(c.value, -2)
-            elif kind == "strings":
-                docs, codes, vocab = data
-                hit = np.zeros(self.n, dtype=bool)
-                hit[docs[codes == vocab.get(c.value, -2)]] = True
-            elif kind == "bool":
-                hit = data == int(c.value)
-            else:  # number, date: NaN (missing) fails every comparison
-                with np.errstate(invalid="ignore"):
-                    hit = {
-                        ">=": data >= c.value,
-                        "<=": data <= c.value,
-                        ">": data > c.value,
-                        "<": data < c.value,
-                    }.get(c.op, data == c.value)
-            if c.op == "=":
-                eq[c.field] = eq[c.field] | hit if c.field in eq else hit
-            elif c.op == "!=":
-                present = ~np.isnan(data) if kind in ("number", "date") else self._present(kind, data)
-                out &= present & ~hit
-            else:
-                out &= hit
-        for hit in eq.values():
-            out &= hit
-        return out
-
-    def _present(self, kind: str, data: Any) -> np.ndarray:
-        if kind == "text":
-            return np.asarray(data[0] >= 0)
-        if kind == "bool":
-            return np.asarray(data >= 0)
-        present = np.zeros(self.n, dtype=bool)
-        present[data[0]] = True
-        return present
-
-
-def _num(v: Any) -> float:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else math.nan
-
-
-def _encode(values: Sequence[str | None]) -> tuple[np.ndarray, dict[str, int]]:
-    """Codes for text values (-1 for missing) and the vocabulary value → code."""
-    vocab: dict[str, int] = {}
-    codes = np.fromiter(
-        (-1 if not isinstance(v, str) or v == "" else vocab.setdefault(v, len(vocab)) for v in values),
-        dtype=np.int32,
-        count=len(values),
-    )
-    return codes, vocab

@@ -76,12 +76,14 @@ class Mode(str, Enum):
     DENSE = "dense"
 
     @classmethod
-    def from_str(cls, value: str) -> Mode:
+    def from_str(cls, value: object) -> Mode:
         try:
-            return cls(value.lower())
+            if isinstance(value, str):
+                return cls(value.lower())
         except ValueError:
-            choices = ", ".join(m.value for m in cls)
-            raise ValueError(f"unknown mode {value!r}: choose one of {choices}") from None
+            pass
+        choices = ", ".join(m.value for m in cls)
+        raise ValueError(f"unknown mode {value!r}: choose one of {choices}")
 
 
 Ranked = Sequence[tuple[str, float]]  # (id, score), best first

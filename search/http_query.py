@@ -85,7 +85,14 @@ def query_params(
     ),
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET, description="Skip this many passages (paging).")] = 0,
     half_life: Annotated[
-        float, Query(gt=0, le=100_000, description="Days after which sort=recency halves a weight.")
+        float,
+        # allow_inf_nan=False: nan was "less than or equal to 100000", not "a finite number"
+        Query(
+            gt=0,
+            le=100_000,
+            allow_inf_nan=False,
+            description="Days after which sort=recency halves a weight.",
+        ),
     ] = DEFAULT_HALF_LIFE_DAYS,
 ) -> QueryOptions:
     return QueryOptions(filter_params(source, since, until, where), sort, offset, half_life)
@@ -105,7 +112,9 @@ class QueryFields(BaseModel):
     )
     sort: SortName = Field("relevance", description="relevance, newest or recency.")
     offset: int = Field(0, ge=0, le=MAX_OFFSET, description="Skip this many passages (paging).")
-    half_life: float = Field(DEFAULT_HALF_LIFE_DAYS, gt=0, le=100_000, description="Days, for sort=recency.")
+    half_life: float = Field(
+        DEFAULT_HALF_LIFE_DAYS, gt=0, le=100_000, allow_inf_nan=False, description="Days, for sort=recency."
+    )
 
     def options(self) -> QueryOptions:
         return QueryOptions(Filters.of(self.filters), self.sort, self.offset, self.half_life)

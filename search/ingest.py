@@ -33,7 +33,7 @@ from search.ingest_base import (
     TEXT_EXTENSIONS,
     IngestProblem,
     check_article,
-    cut_title,
+    cut_fields,
     validate_id,
 )
 
@@ -42,7 +42,10 @@ from search.ingest_base import MAX_ARTICLE_CHARS as MAX_ARTICLE_CHARS
 from search.ingest_base import MAX_FILE_BYTES as MAX_FILE_BYTES
 from search.ingest_base import MAX_ID_CHARS as MAX_ID_CHARS
 from search.ingest_base import MAX_JSON_DEPTH as MAX_JSON_DEPTH
+from search.ingest_base import MAX_PUBLISHED_CHARS as MAX_PUBLISHED_CHARS
+from search.ingest_base import MAX_SOURCE_CHARS as MAX_SOURCE_CHARS
 from search.ingest_base import MAX_TITLE_CHARS as MAX_TITLE_CHARS
+from search.ingest_base import MAX_URL_CHARS as MAX_URL_CHARS
 from search.ingest_files import _read_file
 from search.ingest_formats import _record as _record
 from search.ingest_text import TITLE_CHARS as TITLE_CHARS
@@ -61,6 +64,7 @@ __all__ = [
     "IngestReport",
     "check_article",
     "clean_text",
+    "cut_fields",
     "derive_title",
     "detect_source",
     "ingest",
@@ -164,8 +168,8 @@ def read_path(
             yield IngestProblem(item.path or os.fspath(path), why, level="warning")
             continue
         if isinstance(item, Article):
-            item, cut = cut_title(item)
-            if cut:
+            item, cuts = cut_fields(item)
+            for cut in cuts:
                 yield IngestProblem(item.path or os.fspath(path), cut, level="warning")
         yield item
 

@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from search.errors import quoted
 from search.filters import value_kind
 from search.ingest_text import _CONTROL, _SURROGATE, printable
 from search.types import Article
@@ -22,7 +23,14 @@ FEED_EXTENSIONS = frozenset({".xml", ".rss", ".atom"})
 SUPPORTED_EXTENSIONS = TEXT_EXTENSIONS | HTML_EXTENSIONS | FEED_EXTENSIONS | {".jsonl"}
 
 MAX_ID_CHARS = 200
-MAX_TITLE_CHARS = 2_000  # what POST /documents takes; a longer title read from a file is cut to it
+# What POST /documents takes of an article's fields; ingest holds an article read from a file
+# or given in code to the same (cut_fields): a longer title or source is cut, a longer url or
+# published date is dropped.
+MAX_TITLE_CHARS = 2_000
+MAX_SOURCE_CHARS = 500
+MAX_URL_CHARS = 4_000
+MAX_PUBLISHED_CHARS = 100
+MAX_FIELD_CHARS = 100  # a metadata field's name, as a filter names it
 
 
 def _limit(name: str, default: int) -> int:
@@ -88,6 +96,8 @@ def check_article(a: Article) -> str | None:
     if not a.text.strip():  # no passage to cut: the write would fail half-way
         return "the article has no text (empty or white space only); add the article text"
     for key, v in a.metadata.items():
+        if isinstance(key, str) and (bad := field_name_problem(key)):
+            return f"metadata field name {_short(key)}: {bad}; rename the field"
         if not isinstance(key, str) or value_kind(v) is None:
             return (
                 f"metadata field {printable(str(key))!r} must be text, a number, true/false "
@@ -105,19 +115,65 @@ def check_article(a: Article) -> str | None:
     return None
 
 
-def cut_title(a: Article) -> tuple[Article, str | None]:
-    """``a`` with its title cut to :data:`MAX_TITLE_CHARS` (a new article, its content hash
-    recomputed) and why, or ``a`` unchanged and ``None``. Cut, not skipped: the text is the
-    article, and the title is only its heading."""
-    n = len(a.title)
-    if n <= MAX_TITLE_CHARS:
-        return a, None
-    title = a.title[: MAX_TITLE_CHARS - 1].rstrip() + "…"
-    why = (
-        f"document {printable(a.id)!r}: the title is {n:,} characters, over the limit of "
-        f"{MAX_TITLE_CHARS:,}: cut to {MAX_TITLE_CHARS:,}; shorten it in the source"
+def cut_fields(a: Article) -> tuple[Article, list[str]]:
+    """``a`` with its fields held to what POST /documents takes (a new article, its content
+    hash recomputed), and a warning per field, or ``a`` unchanged and no warning.
+
+    Cut, not skipped: the text is the article. A title or a source is a label, cut to its
+    limit; part of a url or a date is a wrong one, so a longer url or published is dropped.
+    A published date this does not read is kept as written, with a warning.
+    """
+    caps = (
+        ("title", MAX_TITLE_CHARS, True),
+        ("source", MAX_SOURCE_CHARS, True),
+        ("url", MAX_URL_CHARS, False),
+        ("published", MAX_PUBLISHED_CHARS, False),
     )
-    return replace(a, title=title, content_hash=""), why
+    changes: dict[str, Any] = {}
+    why: list[str] = []
+    for name, limit, cut in caps:
+        v = getattr(a, name)
+        if not isinstance(v, str) or len(v) <= limit:
+            continue
+        changes[name] = v[: limit - 1].rstrip() + "…" if cut else None
+        done = f"cut to {limit:,}" if cut else "dropped"
+        why.append(
+            f"document {printable(a.id)!r}: the {name} is {len(v):,} characters, over the limit of "
+            f"{limit:,}: {done}; shorten it in the source"
+        )
+    if (
+        isinstance(a.published, str)
+        and a.published.strip()
+        and a.published_ts is None
+        and "published" not in changes
+    ):
+        # Kept as written, but no date filter or sort can place it: say so, or it is passed by in silence.
+        why.append(
+            f"document {printable(a.id)!r}: published {quoted(printable(a.published))} is not a date this reads: "
+            "since/until and sort=newest pass it by; write ISO 8601 such as 2005-03-01 or 2005-03-01T18:30:00Z"
+        )
+    if not changes:
+        return a, why
+    if "published" in changes:
+        changes["published_ts"] = None
+    return replace(a, **changes, content_hash=""), why
+
+
+def field_name_problem(key: str) -> str | None:
+    """Why ``key`` cannot name a metadata field, or ``None``: no filter could name it, and
+    every "unknown filter field" error would list it (a newline splitting the line)."""
+    if not key.strip():
+        return "it is empty"
+    if len(key) > MAX_FIELD_CHARS:
+        return f"it is {len(key):,} characters long (at most {MAX_FIELD_CHARS})"
+    if _CONTROL.search(key):
+        return "it contains control characters"
+    return None
+
+
+def _short(text: str) -> str:
+    """``text`` quoted for a one-line message: escapes shown, at most 40 characters of it."""
+    return repr(printable(text)) if len(text) <= 40 else repr(printable(text[:40])) + "…"
 
 
 def validate_id(doc_id: str) -> str | None:

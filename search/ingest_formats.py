@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import codecs
 import hashlib
+import io
 import json
 import logging
 import re
@@ -18,7 +19,7 @@ from typing import Any
 from search import ingest_base as limits
 from search.dates import html_published, with_time
 from search.filters import value_kind
-from search.ingest_base import IngestProblem, _decode, _too_big, validate_id
+from search.ingest_base import IngestProblem, _decode, _too_big, field_name_problem, validate_id
 from search.ingest_text import (
     _SURROGATE,
     _normalise,
@@ -38,6 +39,10 @@ log = logging.getLogger("search.ingest")
 
 def _read_jsonl(f: Any, shown: str, abs_path: str) -> Iterator[Article | IngestProblem]:
     """One article per line, streamed: a file of any size costs one line at a time."""
+    head = f.peek(4)[:4] if hasattr(f, "peek") else b""
+    wide = next((enc for bom, enc in _WIDE_BOMS if head.startswith(bom)), None)
+    if wide:
+        f = _Utf8Lines(f, wide)
     found = False
     blank = True
     limit = limits.MAX_FILE_BYTES
@@ -66,6 +71,27 @@ def _read_jsonl(f: Any, shown: str, abs_path: str) -> Iterator[Article | IngestP
         yield item
     if not found and blank:
         yield IngestProblem(shown, "empty JSONL file; add one JSON object per line")
+
+
+# UTF-32's before UTF-16's: FF FE 00 00 starts with FF FE.
+_WIDE_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+
+
+class _Utf8Lines:
+    """A UTF-16 or UTF-32 file (Windows PowerShell's ``>`` writes UTF-16) as the UTF-8 lines
+    :func:`_lines` reads: each NUL byte of its ASCII was "binary file" a line, every record
+    after the first lost. A byte that does not decode becomes U+FFFD and fails its line alone."""
+
+    def __init__(self, f: Any, encoding: str) -> None:
+        self._text = io.TextIOWrapper(f, encoding=encoding, errors="replace", newline="")
+
+    def readline(self, size: int) -> bytes:
+        return self._text.readline(size).encode("utf-8", "surrogatepass")
 
 
 def _lines(f: Any, limit: int) -> Iterator[bytes | None]:
@@ -102,6 +128,8 @@ def _loads(line: str) -> Any:
         return json.loads(line)
     except json.JSONDecodeError as e:
         raise ValueError(f"malformed JSON ({e.msg} at column {e.colno})") from None
+    except ValueError:  # int() refuses a literal of over 4,300 digits (sys.int_info)
+        raise ValueError("a number of over 4,300 digits, which JSON readers refuse") from None
     except RecursionError:  # pragma: no cover - the depth check comes first
         raise ValueError(f"JSON nested deeper than {limits.MAX_JSON_DEPTH} levels") from None
 
@@ -151,6 +179,9 @@ def _record(rec: Any, shown: str, abs_path: str, n: int) -> Article | IngestProb
     metadata: dict[str, Any] = {}
     for key, v in rec.items():
         if key in _RECORD_FIELDS or v is None:
+            continue
+        if isinstance(key, str) and field_name_problem(key):
+            log.info("%s:%d: field %r cannot be named by a filter: not kept", shown, n, key[:40])
             continue
         if value_kind(v) is None:
             # Nested objects and mixed lists cannot be shown or filtered on: dropped, said once.

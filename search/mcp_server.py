@@ -218,6 +218,7 @@ def build_server(engine: Engine, *, allow_writes: bool = False) -> MCPServer[Any
             published: Annotated[str | None, Field(description="ISO date, e.g. 2022-12-18.")] = None,
         ) -> CallToolResult:
             """Add an article to the index, or replace the one with the same id; it is searchable at once."""
+            from .schema_errors import schema_message
             from .server import ArticleBody, _article
 
             try:
@@ -226,6 +227,8 @@ def build_server(engine: Engine, *, allow_writes: bool = False) -> MCPServer[Any
                 )
                 with write_lock:
                     report = engine.add(art)
+            except ValidationError as e:  # a ValueError too, whose first line names no field
+                return _fail(ValueError(schema_message(e.errors())), engine.path)
             except (SearchError, ValueError) as e:
                 return _fail(e, engine.path)
             d = report.to_dict()

@@ -173,7 +173,7 @@ class Retrieves:
     def _check_args(self, question: str, k: int, mode: str, opts: Query) -> tuple[str, Mode, Sort, float]:
         """The question and the arguments checked (QueryError, ValueError) before any read."""
         q = self.check_question(question)
-        m = Mode.from_str(mode) if isinstance(mode, str) else Mode(mode)
+        m = Mode.from_str(mode)  # None or 3: the choices, not "None is not a valid Mode"
         if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
             raise ValueError(f"k must be a whole number from 1 to {MAX_K}")
         offset = opts.offset

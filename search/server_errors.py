@@ -27,6 +27,7 @@ from .errors import (
     WriterBusyError,
     scrub_paths,
 )
+from .schema_errors import schema_message
 
 # The handlers' notes keep the name they always had, so a log filter on it still works.
 log = logging.getLogger("search.server")
@@ -89,11 +90,7 @@ _HTTP_CODES = {
 
 def _validation_message(exc: RequestValidationError) -> str:
     """One line naming each bad field: 'query.k: Input should be less than or equal to 100'."""
-    parts = []
-    for err in exc.errors():
-        loc = ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "body"
-        parts.append(f"{loc}: {err.get('msg', 'invalid')}")
-    return "; ".join(parts) or "the request is invalid"
+    return schema_message(exc.errors())
 
 
 def _allowed_methods(request: Request) -> str:
@@ -149,6 +146,12 @@ def _install_error_handlers(app: FastAPI) -> None:
         code = _HTTP_CODES.get(exc.status_code, "http_error")
         message = exc.detail if isinstance(exc.detail, str) else code
         headers = dict(getattr(exc, "headers", None) or {})
+        if exc.status_code == 400 and message == "There was an error parsing the body":
+            # FastAPI's words for a body json.loads could not take at all (not a JSON error)
+            message = (
+                "the body could not be read as JSON (not UTF-8, nested too deep, or a number of over "
+                "4,300 digits): send one JSON object in UTF-8"
+            )
         if exc.status_code == 404 and message == "Not Found":
             message = f"no route {request.url.path}: see /docs"
         if exc.status_code == 405:

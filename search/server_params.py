@@ -17,7 +17,14 @@ from .errors import (
 )
 from .filters import Filters
 from .http_query import QueryFields, QueryOptions, filter_params, query_params
-from .ingest import MAX_ARTICLE_CHARS, MAX_ID_CHARS, MAX_TITLE_CHARS
+from .ingest import (
+    MAX_ARTICLE_CHARS,
+    MAX_ID_CHARS,
+    MAX_PUBLISHED_CHARS,
+    MAX_SOURCE_CHARS,
+    MAX_TITLE_CHARS,
+    MAX_URL_CHARS,
+)
 from .server_errors import ApiError
 from .types import Article
 
@@ -125,9 +132,9 @@ class ArticleBody(BaseModel):
         description=f"The article's text, at most {MAX_HTTP_ARTICLE_CHARS:,} characters (longer: 413).",
         examples=["Lautaro Martinez headed home the winner in the 89th minute."],
     )
-    source: str = Field("", max_length=500)
-    url: str | None = Field(None, max_length=4_000)
-    published: str | None = Field(None, max_length=100)
+    source: str = Field("", max_length=MAX_SOURCE_CHARS)
+    url: str | None = Field(None, max_length=MAX_URL_CHARS)
+    published: str | None = Field(None, max_length=MAX_PUBLISHED_CHARS)
 
 
 def _article(body: ArticleBody) -> Article:

@@ -57,6 +57,16 @@ class Article:
             raise ValueError("an article needs a non-empty string id")
         if not isinstance(self.text, str):
             raise ValueError(f"article {self.id!r}: text must be a string")
+        # Checked here, not deep in a write: title=None failed hashing, source=5 in the
+        # store's string interning, and url=5 was stored as a number.
+        if self.source is None:
+            self.source = ""
+        for name in ("title", "source"):
+            if not isinstance(getattr(self, name), str):
+                raise ValueError(f"article {self.id!r}: {name} must be a string (empty if there is none)")
+        for name in ("url", "published"):
+            if not isinstance(getattr(self, name), (str, type(None))):
+                raise ValueError(f"article {self.id!r}: {name} must be a string or None")
         if not self.content_hash:
             self.content_hash = content_hash(self.title, self.text)
         if not isinstance(self.metadata, dict):

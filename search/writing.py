@@ -11,7 +11,7 @@ from __future__ import annotations
 import operator
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +31,14 @@ _TAKES = "add takes paths (str or os.PathLike) and Article objects, one or an it
 
 def _check_item(i: int, a: object) -> None:
     if not isinstance(a, (str, os.PathLike, Article)):
-        raise ValueError(f"{_TAKES}; item {i} is {shown(a)}")
+        raise ValueError(f"{_TAKES}; item {i} is {_what(a)}")
+
+
+def _what(x: object) -> str:
+    """``x`` as add's error names it; a dict is said to be no article, and how to make one."""
+    if isinstance(x, Mapping):
+        return "a dict, which is neither: make it Article(id=..., title=..., text=...)"
+    return shown(x)
 
 
 @dataclass
@@ -124,14 +131,15 @@ class Writes:
     ) -> WriteReport:
         """:meth:`add`; ``record``: sources to keep in the manifest beside the paths read."""
         from . import indexing
-        from .ingest import IngestProblem, check_article, printable, read_path
+        from .ingest import IngestProblem, check_article, cut_fields, printable, read_path
 
         t0 = time.perf_counter()
         report = WriteReport()
         if isinstance(items, (str, os.PathLike, Article)):
             items = [items]
-        elif isinstance(items, (bytes, bytearray)) or not isinstance(items, Iterable):
-            raise ValueError(f"{_TAKES}, not {shown(items)}")
+        elif isinstance(items, (bytes, bytearray, Mapping)) or not isinstance(items, Iterable):
+            # A dict iterated gave its keys, read as paths ("a: no such file or folder").
+            raise ValueError(f"{_TAKES}, not {_what(items)}")
         # A list is counted first (for the batch size and the ETA); any other iterable is
         # read once, as the write goes, and says how long it is only if it can
         # (``__length_hint__``); its paths are collected as they come and read after its
@@ -188,6 +196,10 @@ class Writes:
                     if why := check_article(a):
                         report.problems.append(f"{printable(a.id)}: {why}")
                     else:
+                        # Held to the limits a file's record is (a new article: the caller's is left).
+                        a, cuts = cut_fields(a)
+                        for cut in cuts:
+                            report.problems.append(str(IngestProblem(a.id, cut, level="warning")))
                         also(a, "")
                         yield from admit(a)
                 elif not counted:
@@ -297,7 +309,12 @@ class Writes:
         """Remove documents by id (one id, or several); ids not in the index are reported as missing."""
         t0 = time.perf_counter()
         report = WriteReport()
-        # One id is one id, not its characters (each of which may be another document's id).
+        # One id is one id, not its characters (each of which may be another document's id);
+        # bytes are not ids either (iterated, they were numbers: "not 97").
+        if isinstance(doc_ids, (bytes, bytearray)) or not isinstance(doc_ids, (str, Iterable)):
+            raise ValueError(
+                f"remove takes a document id (a string) or an iterable of them, not {shown(doc_ids)}"
+            )
         ids = [doc_ids] if isinstance(doc_ids, str) else list(doc_ids)
         for d in ids:
             check_id(d)

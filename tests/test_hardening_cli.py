@@ -321,3 +321,76 @@ def test_many_warnings_of_one_kind_are_capped_with_a_count_per_kind(workdir: Pat
     assert "more like this" not in r.stderr
     r = CliRunner().invoke(cli, ["add", str(feed), "--json"], catch_exceptions=False)
     assert len(json.loads(r.stdout)["problems"]) == 1256
+
+
+# -- an error line quotes what it names -------------------------------------------------------
+def test_add_of_nothing_readable_says_why_once_without_a_warning_prefix(workdir: Path) -> None:
+    """Hardening: "Error: no article was added: warning: pipe.txt: not a regular file ..."."""
+    CliRunner().invoke(cli, ["index"], catch_exceptions=False)
+    os.mkfifo(workdir / "pipe.txt")
+    r = CliRunner().invoke(cli, ["add", str(workdir / "pipe.txt")], catch_exceptions=False)
+    assert r.exit_code == 1
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"Error: no article was added: {workdir / 'pipe.txt'}: not a regular file"), last
+
+
+def test_remove_of_an_empty_id_shows_the_id(workdir: Path) -> None:
+    """Hardening: `search remove ''` said "none of the ids is in the index:  (see ...)"."""
+    CliRunner().invoke(cli, ["index"], catch_exceptions=False)
+    r = CliRunner().invoke(cli, ["remove", "", "nope.txt"], catch_exceptions=False)
+    assert r.exit_code == 1
+    assert r.stderr.strip() == "Error: none of the ids is in the index: '', 'nope.txt' (see `search list`)"
+
+
+@pytest.mark.parametrize("where", ["seeds/001_10f36a323a73b675.txt", "seeds"])
+def test_an_index_path_that_is_no_index_is_not_to_be_removed(workdir: Path, where: str) -> None:
+    """Hardening: `--index seeds/a.txt` (an article) or `--index seeds` said "choose another
+    --index directory or remove it": the advice was to delete the user's own articles."""
+    before = sorted(p.name for p in (workdir / "seeds").iterdir())
+    for cmd in (["ask", "who scored"], ["index", "seeds"]):
+        r = CliRunner().invoke(cli, [*cmd, "--index", where], catch_exceptions=False)
+        assert r.exit_code == 1
+        msg = r.stderr.strip()
+        assert msg.startswith(f"Error: {where} is not an index") and "remove" not in msg, msg
+        assert len(msg.splitlines()) == 1
+    if where.endswith(".txt"):
+        assert "is a file" in msg, msg
+    assert sorted(p.name for p in (workdir / "seeds").iterdir()) == before
+
+
+# -- an article's control characters never reach the terminal -----------------------------------
+HOSTILE = "\x1b]0;pwned\x07 \x1b[2J\x1b[31mRED\x00 \r\x9b31m end"
+
+
+@pytest.mark.parametrize(
+    "cmd",
+    [
+        ["show", "esc"],
+        ["show", "esc", "--span", "0:10"],
+        ["ask", "Lampard"],
+        ["list"],
+        ["ask", "Lampard", "--mode", "bm25"],
+    ],
+)
+def test_terminal_escapes_in_an_article_are_shown_not_obeyed(workdir: Path, cmd: list[str]) -> None:
+    """Hardening: an article's title, source or text holding ESC sequences (from a feed, POST
+    /documents or Engine.add) reached the terminal raw through show, ask and list: one could
+    clear the screen, set the window title (OSC) or recolour everything after it."""
+    from search.engine import Engine
+    from search.types import Article
+
+    with Engine.open(workdir / "index", embedder="hash") as e:
+        r = e.add(
+            Article(
+                id="esc",
+                title=f"Title {HOSTILE}",
+                text=f"Lampard scored twice. {HOSTILE}",
+                source=f"BBC{HOSTILE}",
+            )
+        )
+        assert r.added == ["esc"]
+    r = CliRunner().invoke(cli, cmd, catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    for c in ("\x1b", "\x07", "\x00", "\r", "\x9b"):
+        assert c not in r.stdout, (c, r.stdout)
+    assert "␛]0;pwned" in r.stdout or cmd[0] == "list"

@@ -297,3 +297,50 @@ def test_a_symlink_loop_among_explicit_paths_costs_only_itself(tmp_path: Path) -
         with pytest.raises(IngestError, match="give a folder as --root"):
             e.add([root / "good.txt"], root=root / "a.txt")
         assert {d.id for d in e.documents()} == {"good.txt"}
+
+
+def test_click_here_teasers_cost_linear_time(tmp_path: Path) -> None:
+    """Hardening: the inline "Click here to ..." remover scanned from every teaser to the end
+    of its line for a sentence end: 128,000 characters of '” Click here to ' took 9 s and an
+    article at the 200,000 limit over 20 s (quadratic), in the write path of POST /documents."""
+    import time
+
+    from search.ingest_text import clean_text
+
+    text = "” Click here to " * 12_500
+    t0 = time.perf_counter()
+    clean_text(text)
+    assert time.perf_counter() - t0 < 2.0
+    kept = clean_text("Kane scored. Click here to read more about the match. Then Son equalised.")
+    assert kept == "Kane scored. Then Son equalised."
+
+
+@pytest.mark.parametrize("run", [".", "!?", "…"])
+def test_a_long_run_of_stops_is_cut_into_sentences_in_linear_time(run: str) -> None:
+    """Hardening: the sentence-end pattern tried every start inside a run of full stops and
+    backtracked through it: 16,000 dots took 10 s to split, an article at the 200,000 limit
+    some 25 minutes, all of it under the index's write lock."""
+    import time
+
+    from search.chunk_sentences import _split_sentences
+
+    text = "Kane scored. " + run * (60_000 // len(run)) + "x. Then Son equalised."
+    t0 = time.perf_counter()
+    spans = _split_sentences(text, 0, len(text))
+    assert time.perf_counter() - t0 < 2.0
+    assert text[spans[0][0] : spans[0][1]] == "Kane scored."
+    assert text[spans[-1][0] : spans[-1][1]] == "Then Son equalised."
+
+
+def test_a_long_run_of_stops_inside_a_word_chunks_in_linear_time() -> None:
+    """Hardening: the names scan asked of every word whether it ends a clause, a search that
+    tried every start in a run of stops: one 20,000-dot word took 6 s to chunk."""
+    import time
+
+    from search.chunk import chunk
+
+    text = "Kane scored. " + "." * 60_000 + "x. Then Son equalised."
+    t0 = time.perf_counter()
+    passages = chunk("d", text)
+    assert time.perf_counter() - t0 < 3.0
+    assert passages and all(text[p.start : p.end] == p.text for p in passages)

@@ -240,3 +240,37 @@ def test_reindex_rebuilds_an_index_of_another_format(tmp_path: Path) -> None:
     engine, report = Engine.rebuild(tmp_path / "idx", embedder=HashEmbedder())
     assert report.added == ["a.txt"]
     assert engine.manifest()["format"] == FORMAT and engine.search("winner", k=1)
+
+
+@pytest.mark.parametrize(
+    ("ids", "says"),
+    [(None, "not None"), (5, "not 5"), (b"a.txt", "not b'a.txt'"), (bytearray(b"a"), "not bytearray")],
+)
+def test_remove_of_what_is_not_an_id_says_what_remove_takes(hash_engine, ids: object, says: str) -> None:
+    """Hardening: remove(None) was "'NoneType' object is not iterable", and remove(b"a.txt")
+    iterated the bytes ("document ids are strings, not 97"). Nothing is removed."""
+    hash_engine.add([A])
+    with pytest.raises(ValueError, match="remove takes a document id .* or an iterable of them") as got:
+        hash_engine.remove(ids)
+    assert says in str(got.value)
+    assert [d.id for d in hash_engine.documents()] == ["a.txt"]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "says"),
+    [
+        ({"mode": None}, "unknown mode None: choose one of hybrid, bm25, dense"),
+        ({"mode": 3}, "unknown mode 3: choose one of hybrid, bm25, dense"),
+        (
+            {"filters": b"source=x"},
+            "filters must be an object of field: value pairs or a list of FIELD=VALUE strings, not bytes",
+        ),
+    ],
+)
+def test_search_arguments_of_the_wrong_type_say_what_is_taken(hash_engine, kwargs: dict, says: str) -> None:
+    """Hardening: mode=None was "None is not a valid Mode" (no choices), and filters=b"..."
+    was read byte by byte ("a where clause must be a FIELD=VALUE string, not 115")."""
+    hash_engine.add([A])
+    with pytest.raises(ValueError) as got:
+        hash_engine.search("who scored", **kwargs)
+    assert says in str(got.value), str(got.value)

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ..filters import Columns
+from ..filter_columns import Columns
 from .local_store import _LRU, mapped
 from .local_table_format import MONTH, TABLE, Strings
 
@@ -117,7 +117,7 @@ class Table:
         return got
 
     def column(self, name: str) -> tuple[str, Any]:
-        """A field as :class:`search.filters.Columns` gives it: (kind, data), vocabularies as dicts."""
+        """A field as :class:`search.filter_columns.Columns` gives it: (kind, data), vocabularies as dicts."""
         if name == "published":
             return "date", np.asarray(self.ts)
         kind = "text" if name in ("source", MONTH) else self.kinds.get(name)
@@ -136,7 +136,7 @@ class Table:
 
 
 class StoredColumns(Columns):
-    """:class:`search.filters.Columns` over a stored table: nothing decoded until a filter asks."""
+    """:class:`search.filter_columns.Columns` over a stored table: nothing decoded until a filter asks."""
 
     def __init__(self, table: Table) -> None:  # no super().__init__: no per-document lists
         self.n = table.n
