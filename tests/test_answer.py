@@ -234,6 +234,17 @@ def test_a_competition_or_an_outlet_is_never_a_team_club_or_person() -> None:
     assert candidate_texts("which team did Argentina beat in the round of 16", arts) == {"Egypt"}
 
 
+def test_a_nationality_is_never_a_person_team_or_club() -> None:
+    arts = [
+        article(
+            "a.txt",
+            "The Dutchman scored twice, and Robin van Persie added a third for Arsenal.",
+            [("Dutchman", "PERSON"), ("Robin van Persie", "PERSON"), ("Arsenal", "ORG")],
+        )
+    ]
+    assert candidate_texts("who scored for Arsenal", arts) == {"Robin van Persie"}
+
+
 def test_a_name_the_model_split_in_two_is_one_candidate() -> None:
     """ "Henk Ten" (PERSON) + "Cate" (ORG) is Henk Ten Cate; a possessive name before a club
     is still two values."""
