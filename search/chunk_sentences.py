@@ -119,27 +119,29 @@ def _starts_sentence(ch: str) -> bool:
 def _split_sentences(text: str, start: int, end: int) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     s = start
-    for m in _END.finditer(text, start, end):
-        nxt = m.end(1)
-        if nxt >= end or not _is_boundary(text, s, m, nxt, end):
+    # Searched in the slice: its lookbehinds must not see a stop just before ``start``, where
+    # a run cut by the slice begins.
+    for m in _END.finditer(text[start:end]):
+        nxt = start + m.end(1)
+        if nxt >= end or not _is_boundary(text, s, start + m.start(), m.group(0), nxt, end):
             continue
-        spans.append((s, m.end()))
+        spans.append((s, start + m.end()))
         s = nxt
     spans.append((s, end))
     return spans
 
 
-def _is_boundary(text: str, sent_start: int, m: re.Match[str], nxt: int, end: int) -> bool:
+def _is_boundary(text: str, sent_start: int, at: int, mark: str, nxt: int, end: int) -> bool:
+    """Whether the stop ``mark`` at ``at`` ends a sentence, the next starting at ``nxt``."""
     ch = text[nxt]
     # "... he said." / "scored, then ..." : a lower-case or clause character continues.
     if ch.islower() or ch in ",;:)]}”’»-–—":
         return False
-    mark = m.group(0)
     if not mark.startswith(".") or mark.startswith(".."):
         return True  # ?, !, an ellipsis before a capital: a sentence ends
     # A single full stop: was it an abbreviation?
-    ws = text.rfind(" ", sent_start, m.start())
-    tok = text[max(ws + 1, sent_start) : m.start()].lstrip(_OPENING)
+    ws = text.rfind(" ", sent_start, at)
+    tok = text[max(ws + 1, sent_start) : at].lstrip(_OPENING)
     tok = tok.rsplit("\n", 1)[-1]
     low = tok.lower()
     if low in _TITLES:

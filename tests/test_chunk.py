@@ -351,7 +351,7 @@ def _ref_split_sentences(text: str, start: int, end: int) -> list[tuple[int, int
         nxt = m.end()
         while nxt < end and text[nxt].isspace():
             nxt += 1
-        if nxt >= end or not chunk_sentences._is_boundary(text, s, m, nxt, end):
+        if nxt >= end or not chunk_sentences._is_boundary(text, s, m.start(), m.group(0), nxt, end):
             continue
         spans.append((s, m.end()))
         s = nxt
@@ -366,6 +366,16 @@ def test_regex_whitespace_is_str_isspace() -> None:
     # _split_sentences finds where a sentence starts with \s; the old code used isspace().
     assert re.fullmatch(r"\s+", _SPACES)
     assert not any(re.match(r"\s", chr(c)) for c in range(0x110000) if not chr(c).isspace())
+
+
+def test_split_sentences_from_inside_a_run_of_stops_equals_the_reference() -> None:
+    """A span may start inside a run of stops ("ended.. Then"): the run's first stop is then
+    the span's first character, and it may end a sentence as the reference says."""
+    text = "It ended.. Then they left!? Fine. So... Go."
+    for start in range(len(text)):
+        for end in range(start, len(text) + 1):
+            got = chunk_sentences._split_sentences(text, start, end)
+            assert got == _ref_split_sentences(text, start, end), (start, end)
 
 
 @settings(max_examples=300, deadline=None)
