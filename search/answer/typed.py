@@ -116,7 +116,7 @@ def candidates(q: QuestionInfo, sents: list[Sent]) -> list[Candidate]:
     votes = label_votes(sents)
     wanted = roles.asked(q.text)
     rx = table().get("extend_after", {}).get(q.atype)
-    extend = re.compile(rx.replace("^", "", 1), re.I) if rx else None
+    extend = re.compile(rx, re.I) if rx else None
     out: list[Candidate] = []
     for s in sents:
         if not s.usable:
@@ -130,8 +130,8 @@ def candidates(q: QuestionInfo, sents: list[Sent]) -> list[Candidate]:
             fit = q.fit(label, text, s.article.text[b : b + AFTER])
             if fit <= 0:
                 continue
-            if extend and (m := extend.match(s.article.text, b, b + AFTER)):
-                b = m.end()  # "1945" + " GMT"
+            if extend and (m := extend.match(s.article.text[b : b + AFTER])):
+                b += m.end()  # "1945" + " GMT"
                 text = s.article.text[a:b]
             others = votes.get(fold(text), ())
             if len(others) > 1:  # the model's other tags of the same name in these articles
