@@ -1000,3 +1000,21 @@ def test_a_rare_focus_word_counts_more_than_one_every_sentence_names() -> None:
     assert by["face"].wfocus == 1.0  # names both
     assert by["to"].fshare == by["left"].fshare == 0.5
     assert by["left"].wfocus < 0.5  # names only the word every sentence names
+
+
+def test_a_sentence_that_refers_back_names_the_subject_of_the_one_before() -> None:
+    """ "The Chelsea midfielder", "The 24-year-old", "He": a sentence that opens by referring
+    back is about the person the sentence before it names (``data/anaphors.txt``), so it
+    states the question's focus; one that opens otherwise does not borrow it."""
+    a = article(
+        "a",
+        "Messi found Enzo Fernandez in space. The Chelsea midfielder unleashed a superb strike. "
+        "Enzo Fernandez celebrated. The crowd saw a superb strike.",
+        [("Messi", "PERSON"), ("Enzo Fernandez", "PERSON"), ("Chelsea", "ORG"), ("strike", "FINISH")],
+    )
+    q = analyse("How did Enzo Fernandez score his goal?")
+    sents, _ = collect(q, hits_of([a]), FakeEngine([a]).get_document)
+    by = {s.text.split()[1]: s for s in sents}
+    assert by["Chelsea"].strict and by["Chelsea"].fshare == 1.0
+    assert by["Chelsea"].rel > 0
+    assert not by["crowd"].strict and by["crowd"].fshare == 0.0

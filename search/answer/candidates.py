@@ -22,7 +22,7 @@ import numpy as np
 
 from ..text import LOOKS_AHEAD, STOP_WORDS, analyze_spans, term
 from ..types import Article, Hit
-from .question import QuestionInfo, table
+from .question import QuestionInfo, data_lines, table
 
 # A sentence in the passage or lead around the one that names the focus still counts, less.
 FOCUS_NEAR = 0.8
@@ -72,6 +72,10 @@ class Sent:
     evidence: float | None = None  # the probability that it states the answer (stage 2b)
     pick: float = 0.0  # the probability that it is the one sentence to quote (stage 2b)
     passage: float = 1.0  # its passage's fused retrieval score over the first passage's
+    # "lex" and "fshare" from its own words only, without the focus words it names by
+    # referring back to the sentence before it: what it lends its neighbours (.evidence)
+    own_lex: float = 0.0
+    own_fshare: float = 1.0
 
     @property
     def usable(self) -> bool:
@@ -211,6 +215,35 @@ def _keyed(text: str) -> tuple[tuple[str, int], ...]:
     return tuple((_key(t), a) for t, a, _ in analyze_spans(text))
 
 
+@lru_cache(maxsize=1)
+def _anaphor() -> re.Pattern[str]:
+    """A sentence opening that refers back to the one before it (``data/anaphors.txt``, with
+    the roles of ``football_roles.txt`` and the nationalities of ``demonyms.txt`` as heads)."""
+    pronouns: list[str] = []
+    heads: list[str] = []
+    for line in data_lines("anaphors.txt"):
+        kind, _, w = line.partition(" ")
+        (pronouns if kind == "pronoun" else heads).append(w)
+    heads += [re.escape(w) for w in data_lines("football_roles.txt") + data_lines("demonyms.txt")]
+    return re.compile(
+        rf"[\"'“‘]?(?:(?:{'|'.join(pronouns)})\b|The (?:[\w'’-]+ ){{0,3}}?(?i:{'|'.join(heads)})s?\b)"
+    )
+
+
+def _referred(s: Sent) -> frozenset[str]:
+    """The keys of the sentence before ``s`` in its article when ``s`` opens by referring back
+    to its subject ("The Chelsea midfielder unleashed ..." after "... found Enzo Fernandez");
+    else none."""
+    spans = s.article.sentences
+    if not spans or not _anaphor().match(s.text):
+        return frozenset()
+    i = bisect_left(spans, (s.start, -1))
+    if i == 0 or i > len(spans) or (i < len(spans) and spans[i][0] != s.start):
+        return frozenset()
+    x, y = spans[i - 1]
+    return keyset(s.article.text[x:y])
+
+
 def _focus_fit(s: Sent, missing: list[str], n_focus: int) -> float:
     """How surely sentence ``s`` is about the question's focus, given the focus words it lacks.
 
@@ -258,7 +291,11 @@ def _score(q: QuestionInfo, sents: list[Sent], focus: list[str]) -> None:
     cue = cue_pattern(q.atype)
     for s, ks, present in zip(sents, keyed, keysets):
         s.keys = present
+        # Focus words the sentence names by referring back to the one before it.
+        back = _referred(s) if focus_keys else frozenset()
+        carried = {f for f in focus_keys if f not in present and f in back}
         found = sum(weight[k] for k in ordered if k in present)
+        lent = sum(weight[k] for k in ordered if k in carried)
         if found:  # question words that stand together in the sentence as in the question
             pos: dict[str, list[int]] = {}
             for i, (k, _) in enumerate(ks):
@@ -272,15 +309,17 @@ def _score(q: QuestionInfo, sents: list[Sent], focus: list[str]) -> None:
                     and any(abs(x - y) <= ADJACENT for x in pos[a] for y in pos[b])
                 ):
                     found += 0.5 * (weight[a] + weight[b])
-        s.rel = s.lex = min(1.0, found / total)
+        s.own_lex = min(1.0, found / total)
+        s.rel = s.lex = min(1.0, (found + lent) / total)
         # Words of the predicate ("joined", "winner"), not the focus, place the answer.
         s.hits = [a for k, a in ks if k in weight and k not in focus_keys]
         s.anchors = [a for k, a in ks if k in focus_keys]
         if cue is not None and not cue.search(s.text):
             s.cue = OFF_CUE
-        missing = [f for f in focus_keys if f not in present]
+        missing = [f for f in focus_keys if f not in present and f not in carried]
         s.strict = not missing
         s.fshare = 1.0 - len(missing) / len(focus_keys) if focus_keys else 1.0
+        s.own_fshare = s.fshare - len(carried) / len(focus_keys) if focus_keys else 1.0
         s.wfocus = 1.0 - sum(fweight[f] for f in set(missing)) / ftotal if ftotal else 1.0
         s.focus = _focus_fit(s, missing, len(focus_keys))
         ahead = bool(LOOKS_AHEAD.search(s.text))

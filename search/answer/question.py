@@ -149,6 +149,12 @@ def excluded(atype: str) -> frozenset[str]:
     for key in (atype, "*"):
         names = table().get("not_of_type", {}).get(key) or []
         for name in [names] if isinstance(names, str) else names:
-            raw = resources.files("search.data").joinpath(name).read_text(encoding="utf-8")
-            out.update(x.strip().lower() for x in raw.splitlines() if x.strip() and not x.startswith("#"))
+            out.update(x.lower() for x in data_lines(name))
     return frozenset(out)
+
+
+@cache
+def data_lines(name: str) -> tuple[str, ...]:
+    """The lines of a word list in ``search/data``, comments and blank lines left out."""
+    raw = resources.files("search.data").joinpath(name).read_text(encoding="utf-8")
+    return tuple(x.strip() for x in raw.splitlines() if x.strip() and not x.startswith("#"))
