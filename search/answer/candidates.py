@@ -72,10 +72,9 @@ class Sent:
     evidence: float | None = None  # the probability that it states the answer (stage 2b)
     pick: float = 0.0  # the probability that it is the one sentence to quote (stage 2b)
     passage: float = 1.0  # its passage's fused retrieval score over the first passage's
-    # "lex" and "fshare" from its own words only, without the focus words it names by
-    # referring back to the sentence before it: what it lends its neighbours (.evidence)
+    # "lex" from its own words only, without the focus words it names by referring back to
+    # the sentence before it: what it lends its neighbours (.evidence)
     own_lex: float = 0.0
-    own_fshare: float = 1.0
 
     @property
     def usable(self) -> bool:
@@ -316,12 +315,12 @@ def _score(q: QuestionInfo, sents: list[Sent], focus: list[str]) -> None:
         s.anchors = [a for k, a in ks if k in focus_keys]
         if cue is not None and not cue.search(s.text):
             s.cue = OFF_CUE
-        missing = [f for f in focus_keys if f not in present and f not in carried]
-        s.strict = not missing
-        s.fshare = 1.0 - len(missing) / len(focus_keys) if focus_keys else 1.0
-        s.own_fshare = s.fshare - len(carried) / len(focus_keys) if focus_keys else 1.0
-        s.wfocus = 1.0 - sum(fweight[f] for f in set(missing)) / ftotal if ftotal else 1.0
-        s.focus = _focus_fit(s, missing, len(focus_keys))
+        # What it names itself (strict, fshare, wfocus) and what it is about (focus).
+        unsaid = [f for f in focus_keys if f not in present]
+        s.strict = not unsaid
+        s.fshare = 1.0 - len(unsaid) / len(focus_keys) if focus_keys else 1.0
+        s.wfocus = 1.0 - sum(fweight[f] for f in set(unsaid)) / ftotal if ftotal else 1.0
+        s.focus = _focus_fit(s, [f for f in unsaid if f not in carried], len(focus_keys))
         ahead = bool(LOOKS_AHEAD.search(s.text))
         if q.tense == "future":
             s.tense = 1.0 if ahead else 0.6

@@ -112,7 +112,7 @@ def features(q: QuestionInfo, sents: list[Sent]) -> list[dict[str, float]]:
                 "lex_rank": 1.0 / (1 + by_lex[id(s)]),
                 "nbr_lex": max((n.own_lex for n in nbrs), default=0.0),
                 "nbr_dense": max((n.dense for n in nbrs), default=0.0),
-                "nbr_focus": max((n.own_fshare for n in nbrs), default=0.0),
+                "nbr_focus": max((n.fshare for n in nbrs), default=0.0),
                 "wfocus": s.wfocus,
             }
         )
