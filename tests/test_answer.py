@@ -1018,3 +1018,25 @@ def test_a_sentence_that_refers_back_names_the_subject_of_the_one_before() -> No
     assert by["Chelsea"].focus == 1.0 and by["Chelsea"].rel > 0
     assert by["crowd"].focus < 1.0 and by["crowd"].rel < by["Chelsea"].rel
     assert not by["Chelsea"].strict  # it does not write the name itself
+
+
+def test_a_finish_in_a_sentence_that_refers_back_is_the_referents() -> None:
+    """ "The Chelsea midfielder unleashed a strike", after a sentence naming Fernandez: the
+    strike is his, not Chelsea's (a finish is bound to whoever comes before it)."""
+    a = article(
+        "a",
+        "Messi found Enzo Fernandez in space. The Chelsea midfielder unleashed a superb strike "
+        "beyond Jordan Pickford. The Liverpool striker then hit a header against the bar.",
+        [
+            ("Messi", "PERSON"),
+            ("Enzo Fernandez", "PERSON"),
+            ("Chelsea", "ORG"),
+            ("Liverpool", "ORG"),
+            ("Jordan Pickford", "PERSON"),
+            ("strike", "FINISH"),
+            ("header", "FINISH"),
+        ],
+    )
+    got = candidate_texts("How did Enzo Fernandez score his goal?", [a])
+    assert "strike" in got
+    assert "header" not in got  # that sentence refers back to no one the question names

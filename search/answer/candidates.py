@@ -93,7 +93,8 @@ def rank_prior(rank: int) -> float:
     return 1.0 / math.sqrt(max(rank, 1))
 
 
-def _key(term: str) -> str:
+def key(term: str) -> str:
+    """A term cut to its first PREFIX letters: "equaliser" and "equalised" meet."""
     return term[:PREFIX] if len(term) > PREFIX else term
 
 
@@ -211,7 +212,7 @@ def keyset(text: str) -> frozenset[str]:
 
 @lru_cache(maxsize=1 << 15)  # the same articles' sentences come back question after question
 def _keyed(text: str) -> tuple[tuple[str, int], ...]:
-    return tuple((_key(t), a) for t, a, _ in analyze_spans(text))
+    return tuple((key(t), a) for t, a, _ in analyze_spans(text))
 
 
 @lru_cache(maxsize=1)
@@ -229,12 +230,18 @@ def _anaphor() -> re.Pattern[str]:
     )
 
 
-def _referred(s: Sent) -> frozenset[str]:
+def opening_reference(text: str) -> int:
+    """The length of a sentence's opening that refers back ("The Chelsea midfielder"), or 0."""
+    m = _anaphor().match(text)
+    return m.end() if m else 0
+
+
+def referred(s: Sent) -> frozenset[str]:
     """The keys of the sentence before ``s`` in its article when ``s`` opens by referring back
     to its subject ("The Chelsea midfielder unleashed ..." after "... found Enzo Fernandez");
     else none."""
     spans = s.article.sentences
-    if not spans or not _anaphor().match(s.text):
+    if not spans or not opening_reference(s.text):
         return frozenset()
     i = bisect_left(spans, (s.start, -1))
     if i == 0 or i > len(spans) or (i < len(spans) and spans[i][0] != s.start):
@@ -274,14 +281,14 @@ def _score(q: QuestionInfo, sents: list[Sent], focus: list[str]) -> None:
     keyed = [_keyed(s.text) for s in sents]
     keysets = [keyset(s.text) for s in sents]
     n = len(sents) or 1
-    want = {_key(t): 1.0 for t in q.terms}
+    want = {key(t): 1.0 for t in q.terms}
     for t in q.related:
-        want.setdefault(_key(t), RELATED_WEIGHT)
+        want.setdefault(key(t), RELATED_WEIGHT)
     df = {k: sum(k in ks for ks in keysets) for k in want}
     weight = {k: w * math.log(1 + n / (1 + df[k])) for k, w in want.items()}
     ordered = sorted(weight)  # one summation order in every process
-    total = sum(weight[_key(t)] for t in set(q.terms)) or 1.0
-    focus_keys = [_key(term(f)) for f in focus]
+    total = sum(weight[key(t)] for t in set(q.terms)) or 1.0
+    focus_keys = [key(term(f)) for f in focus]
     # A focus word most sentences name ("England" in every report of England's match) says
     # less about which sentence is on the question's subject than a rare one ("France").
     fdf = {k: sum(k in ks for ks in keysets) for k in focus_keys}
@@ -291,7 +298,7 @@ def _score(q: QuestionInfo, sents: list[Sent], focus: list[str]) -> None:
     for s, ks, present in zip(sents, keyed, keysets):
         s.keys = present
         # Focus words the sentence names by referring back to the one before it.
-        back = _referred(s) if focus_keys else frozenset()
+        back = referred(s) if focus_keys else frozenset()
         carried = {f for f in focus_keys if f not in present and f in back}
         found = sum(weight[k] for k in ordered if k in present)
         lent = sum(weight[k] for k in ordered if k in carried)
@@ -299,7 +306,7 @@ def _score(q: QuestionInfo, sents: list[Sent], focus: list[str]) -> None:
             pos: dict[str, list[int]] = {}
             for i, (k, _) in enumerate(ks):
                 pos.setdefault(k, []).append(i)
-            qk = [_key(t) for t in q.terms]
+            qk = [key(t) for t in q.terms]
             for a, b in zip(qk, qk[1:]):
                 if (
                     a != b

@@ -12,7 +12,7 @@ from importlib import resources
 
 from ..text import term
 from . import roles
-from .candidates import Sent
+from .candidates import Sent, key, opening_reference, referred
 from .question import QuestionInfo, table
 
 PROXIMITY_WORDS = 12
@@ -224,6 +224,12 @@ def owner(s: Sent, a: int, qnames: frozenset[str]) -> float:
     none comes before."""
     text, base = s.article.text, s.start
     best, theirs = -1, False
+    # "The Chelsea midfielder unleashed a strike", after a sentence naming Fernandez: his.
+    opening = opening_reference(s.text)
+    if opening and base + opening <= a:
+        back = referred(s)
+        if any(key(term(n)) in back for n in qnames):
+            best = base + opening
     for x, y, label in s.ents:
         if label in SUBJECT_LABELS and y <= a and y > best:
             best, theirs = y, not (words_of(text[x:y]) & qnames)
