@@ -137,6 +137,10 @@ WINNER = [
         ("when did Chelsea go top of the league", "date"),
         ("what was the final score", "score"),
         ("how much did Chelsea pay for him", "money"),
+        ("how big a bid were Chelsea ready to make for Gerrard", "money"),
+        ("what is Boa Morte valued at", "money"),
+        ("how big was Chelsea's lead over Arsenal", "number"),
+        ("how big a stake did Bates buy", "percent"),
         ("how long was Mutu banned", "duration"),
         ("how many goals has Kane scored", "number"),
         ("how old is Messi", "age"),
@@ -1040,3 +1044,22 @@ def test_a_finish_in_a_sentence_that_refers_back_is_the_referents() -> None:
     got = candidate_texts("How did Enzo Fernandez score his goal?", [a])
     assert "strike" in got
     assert "header" not in got  # that sentence refers back to no one the question names
+
+
+def test_a_place_that_is_no_country_or_club_is_a_weak_team() -> None:
+    """The model tags teams GPE, and cities and states too: for "which team", a GPE fits in
+    full only as a country or a club of the lists ("unlisted" in the table)."""
+    from search.answer.question import label_fit
+
+    assert label_fit("team", "GPE", "Spain") == label_fit("team", "GPE", "Newcastle") == 0.9
+    assert label_fit("team", "GPE", "New Jersey") < 0.5
+    assert label_fit("place", "GPE", "New Jersey") == label_fit("place", "GPE", "Spain")
+
+
+def test_a_sum_keeps_the_magnitude_the_model_left_off() -> None:
+    a = article(
+        "a",
+        "Barcelona gave Ronaldinho a new deal with a buy-out clause of £100m.",
+        [("Barcelona", "ORG"), ("Ronaldinho", "PERSON"), ("£100", "MONEY")],
+    )
+    assert candidate_texts("How big is the buy-out clause in Ronaldinho's contract?", [a]) == {"£100m"}

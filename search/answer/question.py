@@ -138,7 +138,29 @@ def label_fit(atype: str, label: str, text: str = "", after: str = "") -> float:
     rx = table().get("needs_after", {}).get(atype, {}).get(label)
     if text and rx and not re.search(rx, after.lower()):
         return 0.0
-    return float(table()["labels"].get(atype, {}).get(label, 0.0))
+    return min(float(table()["labels"].get(atype, {}).get(label, 0.0)), unlisted_cap(atype, label, text))
+
+
+def unlisted_cap(atype: str, label: str, text: str) -> float:
+    """The most a name of ``label`` can fit ``atype`` when the table's "unlisted" lists do not
+    hold it ("New Jersey", tagged GPE, for "which team"); 1 otherwise."""
+    rule = table().get("unlisted", {}).get(atype)
+    if text and rule and label in rule["labels"] and _LEAD_THE.sub("", text.lower()) not in listed(atype):
+        return float(rule["fit"])
+    return 1.0
+
+
+_LEAD_THE = re.compile(r"^the\s+")
+
+
+@cache
+def listed(atype: str) -> frozenset[str]:
+    """The names the table's "unlisted" rule for ``atype`` knows (lower case): a place the
+    model tags GPE is a team when it is a country or a club, not when it is a city or a state."""
+    rule = table().get("unlisted", {}).get(atype) or {}
+    return frozenset(
+        x.partition("\t")[0].strip().lower() for name in rule.get("lists", []) for x in data_lines(name)
+    )
 
 
 @cache

@@ -21,7 +21,7 @@ from typing import Any
 
 from .agreement import Cluster
 from .candidates import Sent, rank_prior
-from .question import QuestionInfo
+from .question import QuestionInfo, unlisted_cap
 from .typed import governed
 
 FEATURES = (
@@ -103,7 +103,7 @@ def features(
                 "dense": s.dense,
                 "lex_max": max(x.lex for x in own),
                 "dense_max": max(x.dense for x in own),
-                "fit": q.fit(best.label),
+                "fit": min(q.fit(best.label), unlisted_cap(q.atype, best.label, best.text)),
                 "near": best.near,
                 "hits": 1.0 if s.hits else 0.0,
                 "strict": 1.0 if s.strict else 0.0,
