@@ -1063,3 +1063,27 @@ def test_a_sum_keeps_the_magnitude_the_model_left_off() -> None:
         [("Barcelona", "ORG"), ("Ronaldinho", "PERSON"), ("£100", "MONEY")],
     )
     assert candidate_texts("How big is the buy-out clause in Ronaldinho's contract?", [a]) == {"£100m"}
+
+
+def test_a_value_whose_surroundings_name_every_focus_word_answers_the_question() -> None:
+    """ "Fernandez ... powering his header past Pickford" after a sentence naming Argentina and
+    England: two focus words are only around it (focus 0.64), yet it answers "how did Enzo
+    Fernandez score Argentina's equaliser against England" as a rival value may."""
+    from types import SimpleNamespace
+
+    from search.answer import _states
+
+    q = analyse("How did Enzo Fernandez score Argentina's equaliser against England?")
+    a = article(
+        "a",
+        "Argentina pressed England for 30 minutes. Then Enzo Fernandez connected with a cross, "
+        "powering his header past Jordan Pickford.",
+        [("Argentina", "GPE"), ("England", "GPE"), ("Enzo Fernandez", "PERSON"), ("header", "FINISH")],
+    )
+    b = article("b", "Enzo Fernandez powered a header past the keeper.", [("Enzo Fernandez", "PERSON")])
+    sa = next(s for s in collect(q, hits_of([a]), FakeEngine([a]).get_document)[0] if "header" in s.text)
+    sb = next(s for s in collect(q, hits_of([b]), FakeEngine([b]).get_document)[0] if "header" in s.text)
+    assert sa.focus < 0.8 and sa.around
+    assert not sb.around  # Argentina and England are nowhere near it
+    assert _states(q, SimpleNamespace(sent=sa, score=1.0), 0.2, 0.5)
+    assert not _states(q, SimpleNamespace(sent=sb, score=1.0), 0.2, 0.5)

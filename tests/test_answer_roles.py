@@ -35,3 +35,13 @@ def test_a_role_in_another_clause_is_not_beside_the_name() -> None:
     text = "He thanked the manager. Jones scored."
     a = text.index("Jones")
     assert roles.beside(text, a, a + 5) == frozenset()
+
+
+def test_a_verb_asks_for_its_role() -> None:
+    """ "Who refereed the semi-final" asks for the referee (``data/role_verbs.txt``): the
+    substitute who scored in it is no answer."""
+    assert roles.asked("Who refereed the semi-final?") == {"referee"}
+    assert roles.asked("Who managed Chelsea in 2004?") == {"manager"}  # the group's name
+    text = "Substitute Lautaro Martinez headed the winner."
+    a = text.index("Lautaro")
+    assert roles.fit(text, a, a + 16, roles.asked("Who refereed the semi-final?")) == -1.0

@@ -39,7 +39,6 @@ MAX_SENTENCES = 5
 CORROBORATE_TOP = 3  # values whose agreement in other words is counted before ranking
 ADDRESS_REL = 0.5  # a sentence stating half the question's weight addresses it
 CONFLICT_FIT = 0.75  # only a value plainly of the asked kind contradicts (a minute, not "later")
-CONFLICT_FOCUS = 0.8  # the sentence, or the passage around it, names every focus word
 CONFLICT_RATIO = 0.5  # an article's own answer must score this share of the weakest winning one
 # An article's own value in a sentence this close to the winning sentences' event (the share
 # of its weight they state; .agreement.CORROBORATE is 0.25 for one that agrees) answers the
@@ -251,7 +250,8 @@ def _form(c: Any, votes: dict[str, list[str]]) -> tuple[str, bool, bool]:
 
 def _states(q: QuestionInfo, c: Any, event: float, floor: float) -> bool:
     """Whether an article's own value is its answer to the question: said about the winning
-    sentences' event, in a sentence that names the focus and scores near the winners'; or,
+    sentences' event, in a sentence that (with the text around it) names every focus word and
+    scores near the winners'; or,
     whatever its focus and score, in a sentence closer still to their event than one that
     corroborates the winner must be (:data:`CONFLICT_EVENT`): "the breakthrough came
     in the 86th minute when Fernandez ... level the scores" against "Fernandez ... in the
@@ -259,7 +259,7 @@ def _states(q: QuestionInfo, c: Any, event: float, floor: float) -> bool:
     for the table's ``scoped`` types: a count beside the same words may count something else."""
     if event >= CONFLICT_EVENT and q.atype not in table().get("scoped", []):
         return True
-    return event >= SAME_EVENT and c.sent.focus >= CONFLICT_FOCUS and c.score >= floor
+    return event >= SAME_EVENT and c.sent.around and c.score >= floor
 
 
 def _level_conflicts(

@@ -75,6 +75,7 @@ class Sent:
     # "lex" from its own words only, without the focus words it names by referring back to
     # the sentence before it: what it lends its neighbours (.evidence)
     own_lex: float = 0.0
+    around: bool = True  # every focus word is in it, or in the text around it (FOCUS_NEAR)
 
     @property
     def usable(self) -> bool:
@@ -261,6 +262,7 @@ def _focus_fit(s: Sent, missing: list[str], n_focus: int) -> float:
     if not missing:
         return 1.0
     near = s.article.text[max(0, s.start - 600) : s.end + 300].lower()
+    s.around = all(f in near for f in missing)
     lead = (s.article.title + " " + s.article.text[:LEAD_CHARS]).lower()
     whole = s.article.text.lower()
     fit, absent = 1.0, 0

@@ -43,14 +43,25 @@ def roles_in(text: str) -> frozenset[str]:
 
 
 def asked(question: str) -> frozenset[str]:
-    """The roles a question asks about ("which Everton striker" -> striker); not one it
-    writes before a name it gives ("what did Arsenal boss Arsene Wenger say": Wenger's)."""
+    """The roles a question asks about ("which Everton striker" -> striker, "who refereed"
+    -> referee, by ``data/role_verbs.txt``); not one it writes before a name it gives ("what
+    did Arsenal boss Arsene Wenger say": Wenger's)."""
     rx, group = _table()
+    verbs = _verbs()
     return frozenset(
         group[m.group(1).lower()]
         for m in rx.finditer(question)
         if not re.match(r"\s+[A-Z]", question[m.end() :])
+    ) | frozenset(
+        group.get(verbs[w], verbs[w]) for w in re.findall(r"[a-z]+", question.lower()) if w in verbs
     )
+
+
+@lru_cache(maxsize=1)
+def _verbs() -> dict[str, str]:
+    raw = resources.files("search.data").joinpath("role_verbs.txt").read_text(encoding="utf-8")
+    pairs = (x.split() for x in raw.splitlines() if x.strip() and not x.startswith("#"))
+    return {p[0].lower(): p[1].lower() for p in pairs if len(p) == 2}
 
 
 def beside(text: str, a: int, b: int) -> frozenset[str]:
