@@ -245,8 +245,8 @@ def referred(s: Sent) -> frozenset[str]:
     if not spans or not opening_reference(s.text):
         return frozenset()
     i = bisect_left(spans, (s.start, -1))
-    if i == 0 or i > len(spans) or (i < len(spans) and spans[i][0] != s.start):
-        return frozenset()
+    if i == 0 or i == len(spans) or spans[i][0] != s.start:
+        return frozenset()  # the article's first sentence, or not one of its stored sentences
     x, y = spans[i - 1]
     return keyset(s.article.text[x:y])
 
@@ -257,7 +257,7 @@ def _focus_fit(s: Sent, missing: list[str], n_focus: int) -> float:
     The story is the article's: a report on Celtic's cup rout of Clyde names them in its
     headline and lead, and its later sentences ("Varga tapped in his second") need not.
     A focus word the article never states is a sign of another story; more than half of
-    them missing, and the sentence cannot give the short answer.
+    them missing, and the sentence cannot give the short answer. Also sets ``s.around``.
     """
     if not missing:
         return 1.0
