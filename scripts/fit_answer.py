@@ -2,6 +2,7 @@
 
     python scripts/fit_answer.py INDEX:QUESTIONS.jsonl [INDEX:QUESTIONS.jsonl ...] [--precision 0.9]
     python scripts/fit_answer.py ... --dry-run --fold-seeds 6   # judge a change: mean and range over 6 fold assignments
+    python scripts/fit_answer.py ... --keep-evidence   # refit the ranker and confidence only
 
 Only pass question sets you may tune on (dev, scripts/questions/*.jsonl, the training
 sets in scripts/questions/train/), never the fresh held-out sets: they must measure,
@@ -322,6 +323,11 @@ def main() -> None:
     ap.add_argument("--l2", type=float, default=0.01)
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--dry-run", action="store_true", help="report, write nothing")
+    ap.add_argument(
+        "--keep-evidence",
+        action="store_true",
+        help="keep evidence.json as it is; fit only the ranker and the confidence",
+    )
     ap.add_argument("--conf-l2", type=float, default=0.05)
     ap.add_argument("--min-shown", type=int, default=10, help="ignore the noisy top of the precision curve")
     ap.add_argument("--boot", type=int, default=200, help="bootstrap resamples for the threshold (0: none)")
@@ -337,8 +343,9 @@ def main() -> None:
     global OBJECTIVE
     OBJECTIVE = args.objective
     qs = collect(args.pairs)
-    fit_evidence(qs, args)
-    if not args.dry_run:
+    if not args.keep_evidence:
+        fit_evidence(qs, args)
+    if not args.dry_run and not args.keep_evidence:
         qs = collect(args.pairs)  # the values the new sentence weights give
     # 2. out-of-fold rankings
     answerable = [q for q in qs if q[3]]

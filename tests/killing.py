@@ -91,6 +91,11 @@ def look(engine_kwargs: dict[str, Any]) -> tuple[set[str], bool]:
     return set(d["ids"]), bool(d["answered"])
 
 
+def kill_at(i: int, kills: int, span: float, rng: random.Random) -> float:
+    """A random moment in the i-th of ``kills`` equal slices of ``span`` seconds."""
+    return rng.uniform(i * span / kills, (i + 1) * span / kills)
+
+
 @dataclass
 class Outcome:
     kills: int = 0
@@ -114,7 +119,8 @@ def campaign(
     after_next: Callable[[set[str]], set[str]] | None = None,
 ) -> Outcome:
     """``kills`` runs of ``command`` on a fresh copy of the base index, each SIGKILLed at a
-    random moment up to 1.4x one uninterrupted run (so some land after the commit).
+    random moment up to 1.4x one uninterrupted run (so some land after the commit): the
+    i-th in the i-th of ``kills`` equal slices of that span, so a few kills cover all of it.
 
     Then ``next_writer`` (by default ``command`` again) must succeed and leave
     ``after_next(found)`` (by default the new state)."""
@@ -135,7 +141,7 @@ def campaign(
         run = work / f"{name}-{i}"
         shutil.copytree(base, run)
         p = cli(command(run))
-        time.sleep(rng.uniform(0.0, 1.4 * duration))
+        time.sleep(kill_at(i, kills, 1.4 * duration, rng))
         kill_group(p)
         out.kills += 1
         try:

@@ -38,7 +38,7 @@ def test_sigkill_during_a_full_index_rebuild(tmp_path: Path) -> None:
 
     out = campaign(
         name="index",
-        kills=8,
+        kills=5,
         make_base=make_base,
         command=lambda idx: ["index", str(tmp_path / "new"), "--index", str(idx)],
         old=old,
@@ -47,7 +47,7 @@ def test_sigkill_during_a_full_index_rebuild(tmp_path: Path) -> None:
         work=tmp_path,
         rng=random.Random(14),
     )
-    _assert_held(out, 8)
+    _assert_held(out, 5)
 
 
 def test_sigkill_during_reindex(tmp_path: Path) -> None:
@@ -68,7 +68,7 @@ def test_sigkill_during_reindex(tmp_path: Path) -> None:
 
     out = campaign(
         name="reindex",
-        kills=8,
+        kills=5,
         make_base=make_base,
         command=lambda idx: ["reindex", "--index", str(idx)],
         old=held,
@@ -77,7 +77,7 @@ def test_sigkill_during_reindex(tmp_path: Path) -> None:
         work=tmp_path,
         rng=random.Random(15),
     )
-    _assert_held(out, 8)
+    _assert_held(out, 5)
 
 
 def _milvus_or_skip() -> None:
@@ -109,7 +109,7 @@ def test_sigkill_during_milvus_writes(tmp_path: Path) -> None:
 
     out = campaign(
         name="milvus-add",
-        kills=5,
+        kills=4,
         make_base=make_base,
         command=lambda idx: [
             "add",
@@ -127,4 +127,4 @@ def test_sigkill_during_milvus_writes(tmp_path: Path) -> None:
         work=tmp_path,
         rng=random.Random(16),
     )
-    _assert_held(out, 5)
+    _assert_held(out, 4)

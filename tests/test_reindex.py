@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from killing import kill_at
 
 from search.embed import HashEmbedder
 from search.engine import Engine
@@ -112,10 +113,11 @@ def test_killed_writers_leave_old_or_new_state(tmp_path: Path) -> None:
 
     rng = random.Random(42)
     plans = (
-        [("add", added)] * 20
-        + [("remove", old - {"000_e3a89f9a78d59e55.txt"})] * 4
-        + [("index", {a for a in added if a.startswith("late")})] * 4
+        [("add", added)] * 10
+        + [("remove", old - {"000_e3a89f9a78d59e55.txt"})] * 3
+        + [("index", {a for a in added if a.startswith("late")})] * 3
     )
+    nth = {cmd: 0 for cmd, _ in plans}
     outcomes = {"old": 0, "new": 0}
     for i, (cmd, new_state) in enumerate(plans):
         idx = tmp_path / f"run{i}"
@@ -127,8 +129,11 @@ def test_killed_writers_leave_old_or_new_state(tmp_path: Path) -> None:
         }[cmd]
         p = _cli(*args, "--index", str(idx), env=env)
         # Up to 1.4x the measured duration: the machine is shared and timings drift, and
-        # some kills should land after the commit point too.
-        time.sleep(rng.uniform(0.0, 1.4 * duration))
+        # some kills should land after the commit point too. Each command's kills are spread
+        # over that span in equal slices, so a few of them cover all of it.
+        runs = sum(c == cmd for c, _ in plans)
+        time.sleep(kill_at(nth[cmd], runs, 1.4 * duration, rng))
+        nth[cmd] += 1
         p.send_signal(signal.SIGKILL)
         p.wait()
         eng = Engine.open(idx, embedder=HashEmbedder())
