@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from importlib import resources
 
 from ..vocab import GROUPS
+from .question import data_lines
 
 ROLE_BEFORE_WORDS = 4  # a role word this many words before the name: "Celtic defender Stan Varga"
 ROLE_AFTER_CHARS = 50  # an apposition after it: "Warnock, the Blades boss, said"
@@ -24,8 +24,7 @@ ROLE_AFTER_CHARS = 50  # an apposition after it: "Warnock, the Blades boss, said
 
 @lru_cache(maxsize=1)
 def _table() -> tuple[re.Pattern[str], dict[str, str]]:
-    raw = resources.files("search.data").joinpath("football_roles.txt").read_text(encoding="utf-8")
-    words = [x.strip().lower() for x in raw.splitlines() if x.strip() and not x.startswith("#")]
+    words = [x.lower() for x in data_lines("football_roles.txt")]
     group: dict[str, str] = {}
     for w in words:
         held = next((g.split() for g in GROUPS if w in g.split()), [w])
@@ -59,8 +58,7 @@ def asked(question: str) -> frozenset[str]:
 
 @lru_cache(maxsize=1)
 def _verbs() -> dict[str, str]:
-    raw = resources.files("search.data").joinpath("role_verbs.txt").read_text(encoding="utf-8")
-    pairs = (x.split() for x in raw.splitlines() if x.strip() and not x.startswith("#"))
+    pairs = (x.split() for x in data_lines("role_verbs.txt"))
     return {p[0].lower(): p[1].lower() for p in pairs if len(p) == 2}
 
 

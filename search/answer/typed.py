@@ -8,12 +8,11 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 
 from ..text import term
 from . import roles
 from .candidates import Sent, key, opening_reference, referred
-from .question import QuestionInfo, table
+from .question import QuestionInfo, data_lines, table
 
 PROXIMITY_WORDS = 12
 AFTER = 12  # characters after an entity that the table's "not_of_type_after" reads
@@ -42,10 +41,7 @@ _NUMBERISH = re.compile(
 def _role_rx() -> re.Pattern[str]:
     """The role words (``data/football_roles.txt``) that the model sometimes takes into a
     name ("Keeper Petr Cech"), to trim from it."""
-    raw = resources.files("search.data").joinpath("football_roles.txt").read_text(encoding="utf-8")
-    words = sorted(
-        (x.strip() for x in raw.splitlines() if x.strip() and not x.startswith("#")), key=len, reverse=True
-    )
+    words = sorted(data_lines("football_roles.txt"), key=len, reverse=True)
     return re.compile(r"(?:" + "|".join(re.escape(w) for w in words) + r")\b", re.I)
 
 
