@@ -22,7 +22,11 @@ For each question the answer stages run as `search ask` runs them. Then:
    threshold is the lowest confidence at which the short answers given keep the asked
    precision, a question no article answers counting as wrong whenever it gets one (the
    median of that threshold over bootstrap resamples of the questions, as it is noisy);
-4. the ranker is refitted on every question, and the three files are written.
+4. the ranker is refitted on every question, and the three files are written;
+5. the quote's trees (search/answer/trees.py): boosted trees over the sentence features
+   whose probability, times the choice model's, picks the sentence quoted when there is
+   no short answer; out of fold first, then on every question (pick_trees.json).
+   scikit-learn fits them; the query path runs them from the JSON with numpy.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import json
 import sys
 import zlib
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from scipy.optimize import minimize
@@ -44,6 +49,7 @@ from search.answer import (  # noqa: E402
     evidence,
     ranker,
 )
+from search.answer import trees as trees_mod  # noqa: E402
 from search.engine import ANSWER_DEPTH, Engine  # noqa: E402
 from search.evaluate import normalise, read_questions  # noqa: E402
 
@@ -173,6 +179,57 @@ def folds(ids: list[str], k: int, seed: int = 0) -> np.ndarray:
     top-1 by about +-5 and coverage by about +-0.02), so a change worth a few questions is
     judged over several assignments (``--fold-seeds``)."""
     return np.array([zlib.crc32(f"{seed}:{i}".encode()) % k for i in ids])
+
+
+PICK_TREES = {"max_iter": 100, "learning_rate": 0.1, "max_leaf_nodes": 15, "min_samples_leaf": 40}
+
+
+def _trees(groups: list[tuple[list[dict[str, float]], list[bool]]]) -> Any:
+    """Boosted trees over the sentence features, each question weighing the same."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    xs, ys, ws = [], [], []
+    for rows, right in groups:
+        if not rows or not any(right):
+            continue
+        xs += [[r[k] for k in evidence.FEATURES] for r in rows]
+        ys += [float(v) for v in right]
+        ws += [1.0 / len(rows)] * len(rows)
+    model = HistGradientBoostingClassifier(l2_regularization=1.0, random_state=0, **PICK_TREES)
+    return model.fit(np.array(xs), np.array(ys), sample_weight=np.array(ws))
+
+
+def fit_pick(qs: list[Question], args: argparse.Namespace) -> None:
+    """The quote's trees (search/answer/trees.py): out of fold, how often the quoted
+    sentence (the choice model's pick, then the pick times the trees' probability) states
+    the answer; then the trees on every question, written to pick_trees.json."""
+    fold = folds([q[0] for q in qs], args.folds)
+    alone = both = 0
+    for f in range(args.folds):
+        train = [(q[4], q[5]) for q, k in zip(qs, fold) if k != f]
+        w, b = fit_rows(train, evidence.FEATURES, args.l2)
+        model = _trees(train)
+        for i in np.flatnonzero(fold == f):
+            q = qs[i]
+            if q[3] and q[4]:
+                pl = probs(q[4], w, b, evidence.FEATURES)
+                pt = model.predict_proba(np.array([[r[k] for k in evidence.FEATURES] for r in q[4]]))[:, 1]
+                alone += q[5][int(np.argmax(pl))]
+                both += q[5][int(np.argmax(pl * pt))]
+    answerable = sum(1 for q in qs if q[3])
+    print(
+        f"quote: out-of-fold, the quoted sentence states the answer for {alone}/{answerable}, with the trees {both}"
+    )
+    if args.dry_run:
+        return
+    doc = (
+        "Boosted trees over the evidence features: the probability that a sentence states the "
+        "answer, multiplied into the choice model's pick (search/answer/evidence.py). Written by "
+        f"scripts/fit_answer.py with {PICK_TREES}; run by search/answer/trees.py."
+    )
+    data = trees_mod.export(_trees([(q[4], q[5]) for q in qs]), evidence.FEATURES, doc)
+    data["fitted_on"] = sorted({q[0].split("/")[0] for q in qs})
+    (HERE / evidence.PICK_TREES).write_text(json.dumps(data, separators=(",", ":")) + "\n", encoding="utf-8")
 
 
 def fit_evidence(qs: list[Question], args: argparse.Namespace) -> None:
@@ -328,6 +385,9 @@ def main() -> None:
         action="store_true",
         help="keep evidence.json as it is; fit only the ranker and the confidence",
     )
+    ap.add_argument(
+        "--keep-pick", action="store_true", help="keep pick_trees.json (the quote's trees) as it is"
+    )
     ap.add_argument("--conf-l2", type=float, default=0.05)
     ap.add_argument("--min-shown", type=int, default=10, help="ignore the noisy top of the precision curve")
     ap.add_argument("--boot", type=int, default=200, help="bootstrap resamples for the threshold (0: none)")
@@ -345,6 +405,8 @@ def main() -> None:
     qs = collect(args.pairs)
     if not args.keep_evidence:
         fit_evidence(qs, args)
+    if not args.keep_pick:
+        fit_pick(qs, args)
     if not args.dry_run and not args.keep_evidence:
         qs = collect(args.pairs)  # the values the new sentence weights give
     # 2. out-of-fold rankings

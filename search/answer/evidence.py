@@ -21,6 +21,7 @@ from typing import Any
 
 from .candidates import Sent, rank_prior
 from .question import QuestionInfo
+from .trees import load
 from .typed import AFTER, fold, proximity, words_of
 
 FEATURES = (
@@ -48,6 +49,9 @@ FEATURES = (
     "nbr_focus",  # the same for "fshare": the answer's sentence may not repeat the subject
     "wfocus",  # the share of the focus it names, each word weighted by its rarity among the sentences
 )
+
+
+PICK_TREES = "pick_trees.json"
 
 
 @lru_cache(maxsize=1)
@@ -133,7 +137,15 @@ def weigh(q: QuestionInfo, sents: list[Sent]) -> list[dict[str, float]]:
     ``evidence`` is a pointwise model's probability that the sentence states the answer,
     judged on its own: what candidates inherit and agreement adds up (five articles that
     each say "55th minute" in a fair sentence outweigh one summary sentence). ``pick`` is a
-    choice model's softmax over the question's sentences: which one sentence to quote.
+    choice model's softmax over the question's sentences, times the probability boosted
+    trees over the same features give (``pick_trees.json``, :mod:`.trees`), renormalised:
+    which one sentence to quote.
+
+    Why the trees: they see what a weighted sum cannot, such as a sentence that shares
+    every word of the question and names nothing new, which restates the question rather
+    than answering it. Out of fold on the 1,515 training questions, the quoted sentence
+    states the answer for 962 to 970 of 1,402 with the choice model alone and 977 to 984
+    with both (three assignments of the questions to folds).
     """
     usable = [s for s in sents if s.usable]
     rows = features(q, usable)
@@ -144,6 +156,10 @@ def weigh(q: QuestionInfo, sents: list[Sent]) -> list[dict[str, float]]:
     top = max(z, default=0.0)
     e = [math.exp(v - top) for v in z]
     total = sum(e)
+    trees = load(PICK_TREES)
+    if trees is not None and rows:
+        e = [ev * float(t) for ev, t in zip(e, trees.proba(rows))]
+        total = sum(e) or 1.0
     for s, row, ev in zip(usable, rows, e):
         zp = _linear(row, point["bias"], point_items)
         s.evidence = 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, zp))))

@@ -1,0 +1,85 @@
+"""Boosted trees stored as data and run with numpy: the quote's sentence model.
+
+``scripts/fit_answer.py`` fits scikit-learn's ``HistGradientBoostingClassifier`` on the
+evidence features (:data:`search.answer.evidence.FEATURES`) and writes its trees to a JSON
+file with :func:`export`; a query reads the file and runs every tree at once, one level per
+step (:class:`Trees`), so scikit-learn is never imported on the query path. A node sends a
+row left when its feature is at most the node's threshold, as scikit-learn's predictor does
+for a value that is not missing (the evidence features never are).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+
+class Trees:
+    """The sum of the trees' leaf values for each row, plus the baseline (a log-odds)."""
+
+    def __init__(self, d: dict[str, Any]) -> None:
+        self.features: tuple[str, ...] = tuple(d["features"])
+        self.baseline = float(d["baseline"])
+        self.depth = int(d["depth"])
+        self.roots = np.asarray(d["roots"], np.int64)
+        self.feature = np.asarray(d["feature"], np.int64)
+        self.threshold = np.asarray(d["threshold"], np.float64)
+        self.left = np.asarray(d["left"], np.int64)
+        self.right = np.asarray(d["right"], np.int64)
+        self.leaf = np.asarray(d["leaf"], bool)
+        self.value = np.asarray(d["value"], np.float64)
+
+    def raw(self, rows: list[dict[str, float]]) -> np.ndarray:
+        if not rows or not len(self.roots):
+            return np.full(len(rows), self.baseline)
+        x = np.array([[r.get(k, 0.0) for k in self.features] for r in rows], np.float64)
+        at = np.tile(self.roots, (len(rows), 1))  # each row's node in each tree
+        row = np.arange(len(rows))[:, None]
+        for _ in range(self.depth):
+            if self.leaf[at].all():
+                break
+            left = x[row, self.feature[at]] <= self.threshold[at]
+            at = np.where(self.leaf[at], at, np.where(left, self.left[at], self.right[at]))
+        return np.asarray(self.baseline + self.value[at].sum(axis=1))
+
+    def proba(self, rows: list[dict[str, float]]) -> np.ndarray:
+        return np.asarray(1.0 / (1.0 + np.exp(-np.clip(self.raw(rows), -30.0, 30.0))))
+
+
+@lru_cache(maxsize=4)
+def load(name: str) -> Trees | None:
+    """The trees in ``search/answer/<name>``, or None when no such file ships."""
+    f = resources.files("search.answer").joinpath(name)
+    if not f.is_file():
+        return None
+    return Trees(json.loads(f.read_text(encoding="utf-8")))
+
+
+def export(model: Any, features: tuple[str, ...], doc: str) -> dict[str, Any]:
+    """A fitted binary ``HistGradientBoostingClassifier`` as :class:`Trees` data."""
+    roots: list[int] = []
+    cols: dict[str, list[Any]] = {k: [] for k in ("feature", "threshold", "left", "right", "leaf", "value")}
+    depth = 0
+    for (tree,) in model._predictors:
+        nodes, base = tree.nodes, len(cols["leaf"])
+        roots.append(base)
+        depth = max(depth, int(nodes["depth"].max()))
+        cols["feature"] += [int(v) for v in nodes["feature_idx"]]
+        cols["threshold"] += [float(v) for v in nodes["num_threshold"]]
+        cols["left"] += [base + int(v) for v in nodes["left"]]
+        cols["right"] += [base + int(v) for v in nodes["right"]]
+        cols["leaf"] += [int(v) for v in nodes["is_leaf"]]
+        cols["value"] += [round(float(v), 6) for v in nodes["value"]]
+    baseline = float(np.asarray(model._baseline_prediction).reshape(-1)[0])
+    return {
+        "_doc": doc,
+        "features": list(features),
+        "baseline": baseline,
+        "depth": depth,
+        "roots": roots,
+        **cols,
+    }

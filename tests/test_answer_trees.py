@@ -1,0 +1,77 @@
+"""The quote's boosted trees (search/answer/trees.py): stored as data, run with numpy."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from search.answer import evidence
+from search.answer.trees import Trees, export, load
+
+
+def test_exported_trees_give_what_scikit_learn_gives() -> None:
+    ensemble = pytest.importorskip("sklearn.ensemble")
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(3000, 4))
+    y = (x[:, 0] + x[:, 1] * x[:, 2] > 0).astype(float)
+    model = ensemble.HistGradientBoostingClassifier(max_iter=40, max_leaf_nodes=15, random_state=0).fit(x, y)
+    names = ("a", "b", "c", "d")
+    trees = Trees(json.loads(json.dumps(export(model, names, "test"))))
+    rows = [dict(zip(names, r)) for r in x[:400]]
+    assert np.allclose(trees.raw(rows), model.decision_function(x[:400]), atol=1e-4)
+    assert np.allclose(trees.proba(rows), model.predict_proba(x[:400])[:, 1], atol=1e-4)
+    assert trees.raw([]).shape == (0,)
+
+
+def test_the_shipped_trees_read_the_evidence_features() -> None:
+    trees = load(evidence.PICK_TREES)
+    assert trees is not None and trees.features == evidence.FEATURES
+    p = trees.proba([{k: 0.5 for k in evidence.FEATURES}, {}])
+    assert p.shape == (2,) and ((p > 0) & (p < 1)).all()
+
+
+def test_the_trees_move_the_pick_the_choice_model_alone_would_make(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two sentences the choice model ranks one way; trees that favour the other's features
+    turn the pick, and the picks stay a distribution over the usable sentences."""
+    from search.answer.candidates import Sent
+    from search.answer.question import analyse
+    from search.types import Article
+
+    one, two = "Chelsea beat Arsenal at the Bridge.", "Drogba scored twice for Chelsea."
+    text = f"{one} {two}"
+    art = Article(id="a", title="T", text=text, sentences=[(0, len(one)), (len(one) + 1, len(text))])
+    q = analyse("Who scored for Chelsea against Arsenal?")
+
+    def sents() -> list[Sent]:
+        return [
+            Sent("a", 0, len(one), one, 1, art, rel=0.9, lex=0.9, dense=0.9),
+            Sent("a", len(one) + 1, len(text), two, 1, art, rel=0.3, lex=0.3, dense=0.3),
+        ]
+
+    monkeypatch.setattr(evidence, "load", lambda name: None)
+    alone = sents()
+    evidence.weigh(q, alone)
+    assert alone[0].pick > alone[1].pick
+
+    # One tree: a low "lex" is worth +12 in log-odds, a high one -12.
+    stub = Trees(
+        {
+            "features": list(evidence.FEATURES),
+            "baseline": 0.0,
+            "depth": 1,
+            "roots": [0],
+            "feature": [evidence.FEATURES.index("lex"), 0, 0],
+            "threshold": [0.5, 0.0, 0.0],
+            "left": [1, 0, 0],
+            "right": [2, 0, 0],
+            "leaf": [0, 1, 1],
+            "value": [0.0, 12.0, -12.0],
+        }
+    )
+    monkeypatch.setattr(evidence, "load", lambda name: stub)
+    both = sents()
+    evidence.weigh(q, both)
+    assert both[1].pick > both[0].pick
+    assert sum(s.pick for s in both) == pytest.approx(1.0)
