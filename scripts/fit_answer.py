@@ -23,7 +23,7 @@ For each question the answer stages run as `search ask` runs them. Then:
    precision, a question no article answers counting as wrong whenever it gets one (the
    median of that threshold over bootstrap resamples of the questions, as it is noisy);
 4. the ranker is refitted on every question, and the three files are written;
-5. the quote's trees (search/answer/trees.py): boosted trees over the sentence features
+5. the quote's trees (search/trees.py): boosted trees over the sentence features
    whose probability, times the choice model's, picks the sentence quoted when there is
    no short answer; out of fold first, then on every question (pick_trees.json).
    scikit-learn fits them; the query path runs them from the JSON with numpy.
@@ -44,12 +44,12 @@ from scipy.optimize import minimize
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from search import trees as trees_mod  # noqa: E402
 from search.answer import (  # noqa: E402
     decide,  # noqa: E402
     evidence,
     ranker,
 )
-from search.answer import trees as trees_mod  # noqa: E402
 from search.engine import ANSWER_DEPTH, Engine  # noqa: E402
 from search.evaluate import normalise, read_questions  # noqa: E402
 
@@ -200,7 +200,7 @@ def _trees(groups: list[tuple[list[dict[str, float]], list[bool]]]) -> Any:
 
 
 def fit_pick(qs: list[Question], args: argparse.Namespace) -> None:
-    """The quote's trees (search/answer/trees.py): out of fold, how often the quoted
+    """The quote's trees (search/trees.py): out of fold, how often the quoted
     sentence (the choice model's pick, then the pick times the trees' probability) states
     the answer; then the trees on every question, written to pick_trees.json."""
     fold = folds([q[0] for q in qs], args.folds)
@@ -225,7 +225,7 @@ def fit_pick(qs: list[Question], args: argparse.Namespace) -> None:
     doc = (
         "Boosted trees over the evidence features: the probability that a sentence states the "
         "answer, multiplied into the choice model's pick (search/answer/evidence.py). Written by "
-        f"scripts/fit_answer.py with {PICK_TREES}; run by search/answer/trees.py."
+        f"scripts/fit_answer.py with {PICK_TREES}; run by search/trees.py."
     )
     data = trees_mod.export(_trees([(q[4], q[5]) for q in qs]), evidence.FEATURES, doc)
     data["fitted_on"] = sorted({q[0].split("/")[0] for q in qs})

@@ -1,4 +1,4 @@
-"""The quote's boosted trees (search/answer/trees.py): stored as data, run with numpy."""
+"""The quote's boosted trees (search/trees.py): stored as data, run with numpy."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from search.answer import evidence
-from search.answer.trees import Trees, export, load
+from search.trees import Trees, export, load
 
 
 def test_exported_trees_give_what_scikit_learn_gives() -> None:
@@ -26,7 +26,7 @@ def test_exported_trees_give_what_scikit_learn_gives() -> None:
 
 
 def test_the_shipped_trees_read_the_evidence_features() -> None:
-    trees = load(evidence.PICK_TREES)
+    trees = load("search.answer", evidence.PICK_TREES)
     assert trees is not None and trees.features == evidence.FEATURES
     p = trees.proba([{k: 0.5 for k in evidence.FEATURES}, {}])
     assert p.shape == (2,) and ((p > 0) & (p < 1)).all()
@@ -50,7 +50,7 @@ def test_the_trees_move_the_pick_the_choice_model_alone_would_make(monkeypatch: 
             Sent("a", len(one) + 1, len(text), two, 1, art, rel=0.3, lex=0.3, dense=0.3),
         ]
 
-    monkeypatch.setattr(evidence, "load", lambda name: None)
+    monkeypatch.setattr(evidence, "load", lambda package, name: None)
     alone = sents()
     evidence.weigh(q, alone)
     assert alone[0].pick > alone[1].pick
@@ -70,7 +70,7 @@ def test_the_trees_move_the_pick_the_choice_model_alone_would_make(monkeypatch: 
             "value": [0.0, 12.0, -12.0],
         }
     )
-    monkeypatch.setattr(evidence, "load", lambda name: stub)
+    monkeypatch.setattr(evidence, "load", lambda package, name: stub)
     both = sents()
     evidence.weigh(q, both)
     assert both[1].pick > both[0].pick

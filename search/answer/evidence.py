@@ -19,9 +19,9 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+from ..trees import load
 from .candidates import Sent, rank_prior
 from .question import QuestionInfo
-from .trees import load
 from .typed import AFTER, fold, proximity, words_of
 
 FEATURES = (
@@ -138,7 +138,7 @@ def weigh(q: QuestionInfo, sents: list[Sent]) -> list[dict[str, float]]:
     judged on its own: what candidates inherit and agreement adds up (five articles that
     each say "55th minute" in a fair sentence outweigh one summary sentence). ``pick`` is a
     choice model's softmax over the question's sentences, times the probability boosted
-    trees over the same features give (``pick_trees.json``, :mod:`.trees`), renormalised:
+    trees over the same features give (``pick_trees.json``, :mod:`search.trees`), renormalised:
     which one sentence to quote.
 
     Why the trees: they see what a weighted sum cannot, such as a sentence that shares
@@ -155,7 +155,7 @@ def weigh(q: QuestionInfo, sents: list[Sent]) -> list[dict[str, float]]:
     z = [_linear(r, p["bias"], items) for r in rows]
     top = max(z, default=0.0)
     e = [math.exp(v - top) for v in z]
-    trees = load(PICK_TREES)
+    trees = load("search.answer", PICK_TREES)
     if trees is not None and rows:
         e = [ev * float(t) for ev, t in zip(e, trees.proba(rows))]
     total = sum(e) or 1.0

@@ -1,11 +1,12 @@
-"""Boosted trees stored as data and run with numpy: the quote's sentence model.
+"""Boosted trees stored as data and run with numpy: the quote's sentence model
+(``search/answer/pick_trees.json``) and the order of the search head on football corpora
+(``search/data/rerank_trees.json``).
 
-``scripts/fit_answer.py`` fits scikit-learn's ``HistGradientBoostingClassifier`` on the
-evidence features (:data:`search.answer.evidence.FEATURES`) and writes its trees to a JSON
-file with :func:`export`; a query reads the file and runs every tree at once, one level per
+The fitting scripts (``scripts/fit_answer.py``, ``scripts/fit_rerank.py``) fit scikit-learn's
+``HistGradientBoostingClassifier`` and write its trees to a JSON file with :func:`export`; a query reads the file and runs every tree at once, one level per
 step (:class:`Trees`), so scikit-learn is never imported on the query path. A node sends a
 row left when its feature is at most the node's threshold, as scikit-learn's predictor does
-for a value that is not missing (the evidence features never are).
+for a value that is not missing (the features never are).
 """
 
 from __future__ import annotations
@@ -50,10 +51,10 @@ class Trees:
         return np.asarray(1.0 / (1.0 + np.exp(-np.clip(self.raw(rows), -30.0, 30.0))))
 
 
-@lru_cache(maxsize=4)
-def load(name: str) -> Trees | None:
-    """The trees in ``search/answer/<name>``, or None when no such file ships."""
-    f = resources.files("search.answer").joinpath(name)
+@lru_cache(maxsize=8)
+def load(package: str, name: str) -> Trees | None:
+    """The trees in the file ``name`` of ``package``, or None when no such file ships."""
+    f = resources.files(package).joinpath(name)
     if not f.is_file():
         return None
     return Trees(json.loads(f.read_text(encoding="utf-8")))
