@@ -39,6 +39,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -105,7 +106,7 @@ def answer_type(question: str) -> re.Pattern[str] | None:
 
 
 @lru_cache(maxsize=65_536)
-def _terms(sentence: str) -> tuple[str, ...]:
+def sentence_terms(sentence: str) -> tuple[str, ...]:
     # Sentences repeat across queries (the same passages answer related questions).
     return tuple(analyze(sentence))
 
@@ -117,7 +118,7 @@ def _entities(sentence: str, atype: re.Pattern[str]) -> tuple[bool, tuple[frozen
     return ahead, tuple(frozenset(m.group(0).lower().split()) for m in atype.finditer(sentence))
 
 
-def _sentence_score(
+def _sentence_scores(
     text: str,
     qterms: Sequence[str],
     expansions: set[str],
@@ -126,10 +127,12 @@ def _sentence_score(
     qwords: set[str],
     type_bonus: float = 0.0,
     past: bool = False,
-) -> float:
-    toks = _terms(text)
+) -> tuple[float, float]:
+    """The sentence's score by the question's words, and that score with the answer-type
+    evidence (the same when the sentence names nothing of the asked kind)."""
+    toks = sentence_terms(text)
     if not toks:
-        return 0.0
+        return 0.0, 0.0
     present = set(toks)
     score = sum(idf(t) for t in set(qterms) if t in present)
     score += 0.5 * sum(idf(t) for t in expansions if t in present)
@@ -146,7 +149,7 @@ def _sentence_score(
             ):
                 score += 0.5 * (idf(a) + idf(b))
     if atype is None:
-        return score
+        return score, score
     ahead, found = _entities(text, atype)
     if not (past and ahead):
         for words in found:
@@ -155,9 +158,8 @@ def _sentence_score(
             if atype in (PERSON, NAME) and words & qwords:
                 continue
             if not words <= qwords:
-                score = score * TYPE_BOOST + type_bonus
-                break
-    return score
+                return score, score * TYPE_BOOST + type_bonus
+    return score, score
 
 
 def _minmax(xs: list[float]) -> list[float]:
@@ -207,6 +209,76 @@ def stored_units(view: Any, pids: Sequence[str] = ()) -> Units:
     return units
 
 
+@dataclass
+class Evidence:
+    """What the head's passages hold, one entry per candidate: the score of its best
+    sentence by words (``words``, answer-type evidence included; ``plain`` without it),
+    whether a sentence holds an entity of the asked type (``typed``), the best and second
+    best cosines of its stored sentence vectors with the question (``meaning``,
+    ``meaning2``; empty without vectors), its sentences' texts, and the question's
+    average term idf."""
+
+    words: list[float]
+    plain: list[float]
+    typed: list[bool]
+    meaning: list[float]
+    meaning2: list[float]
+    texts: list[list[str]]
+    avg_idf: float
+    idf: Callable[[str], float]
+
+
+# candidates, their evidence, the hand-set scores -> other scores, or None to keep those
+Learned = Callable[[Sequence[tuple[str, float]], Evidence, list[float]], "list[float] | None"]
+
+
+def evidence(
+    question: str,
+    qterms: Sequence[str],
+    expansions: Sequence[str],
+    candidates: Sequence[tuple[str, float]],
+    sentences: Callable[[str], list[str]],
+    idf: Callable[[str], float],
+    qvec: Any = None,
+    units: Units | None = None,
+) -> Evidence:
+    """Score each candidate's sentences against the question (see :func:`rerank`)."""
+    atype = answer_type(question)
+    qwords = {w.strip("?.,!'\"").lower() for w in question.split()}
+    exp = set(expansions) - set(qterms)
+    cache: dict[str, float] = {}
+
+    def cached_idf(t: str) -> float:
+        if t not in cache:
+            cache[t] = idf(t)
+        return cache[t]
+
+    uniq = set(qterms)
+    avg = sum(cached_idf(t) for t in uniq) / len(uniq) if uniq else 0.0
+    bonus = TYPE_WEIGHT * avg
+    past = bool(PAST_QUESTION.search(question)) and not LOOKS_AHEAD.search(question)
+    q = np.asarray(qvec, np.float32).reshape(-1) if qvec is not None and units is not None else None
+    out = Evidence([], [], [], [], [], [], avg, cached_idf)
+    for pid, _ in candidates:
+        texts, vecs = units(pid) if q is not None and units is not None else (sentences(pid), None)
+        best = plain = 0.0
+        typed = False
+        for s in texts:
+            p, w = _sentence_scores(s, qterms, exp, cached_idf, atype, qwords, bonus, past)
+            best, plain, typed = max(best, w), max(plain, p), typed or w != p
+        out.words.append(best)
+        out.plain.append(plain)
+        out.typed.append(typed)
+        out.texts.append(texts)
+        if q is not None:
+            sims = (
+                sorted((np.asarray(vecs, np.float32) @ q).tolist()) if vecs is not None and len(vecs) else []
+            )
+            out.meaning.append(sims[-1] if sims else 0.0)
+            out.meaning2.append(sims[-2] if len(sims) > 1 else 0.0)
+    return out
+
+
 def rerank(
     question: str,
     qterms: Sequence[str],
@@ -218,6 +290,7 @@ def rerank(
     qvec: Any = None,
     units: Units | None = None,
     dense_weight: float | None = None,
+    learned: Learned | None = None,
 ) -> list[tuple[str, float]]:
     """Re-score ``candidates`` (passage id, fused score) by their best sentence.
 
@@ -234,44 +307,25 @@ def rerank(
     costs 0.006 on train and dev hit@1. The same cosine as a fourth fused signal instead
     (over the whole candidate pool) gained as much on train but cost dev hit@1 0.04 to
     0.12: inside the reranker it only reorders a head both retrievers already chose.
+
+    ``learned`` (:func:`search.rerank_learned.head_order`) may replace these scores with
+    its own, computed from the same evidence; it returns None to keep them.
     """
     if not candidates:
         return []
-    atype = answer_type(question)
-    qwords = {w.strip("?.,!'\"").lower() for w in question.split()}
-    exp = set(expansions) - set(qterms)
-    cache: dict[str, float] = {}
-
-    def cached_idf(t: str) -> float:
-        if t not in cache:
-            cache[t] = idf(t)
-        return cache[t]
-
-    uniq = set(qterms)
-    bonus = TYPE_WEIGHT * sum(cached_idf(t) for t in uniq) / len(uniq) if uniq else 0.0
-    past = bool(PAST_QUESTION.search(question)) and not LOOKS_AHEAD.search(question)
-    q = np.asarray(qvec, np.float32).reshape(-1) if qvec is not None and units is not None else None
-    sent: list[float] = []
-    meaning: list[float] = []
-    for pid, _ in candidates:
-        texts, vecs = units(pid) if q is not None and units is not None else (sentences(pid), None)
-        sent.append(
-            max(
-                (_sentence_score(s, qterms, exp, cached_idf, atype, qwords, bonus, past) for s in texts),
-                default=0.0,
-            )
-        )
-        if q is not None:
-            meaning.append(
-                float((np.asarray(vecs, np.float32) @ q).max()) if vecs is not None and len(vecs) else 0.0
-            )
+    ev = evidence(question, qterms, expansions, candidates, sentences, idf, qvec, units)
     # The head's order, not its scores: RRF and convex scores live on different
     # scales, ranks do not.
     fused = _minmax([1.0 / (PRIOR_K + i) for i in range(1, len(candidates) + 1)])
-    ev = _minmax(sent)
+    words = _minmax(ev.words)
     dense_weight = DENSE_SENTENCE_WEIGHT if dense_weight is None else dense_weight
-    if meaning and dense_weight > 0:
-        ev = [e + dense_weight * m for e, m in zip(ev, _minmax(meaning))]
-    scored = [(pid, f + weight * e) for (pid, _), f, e in zip(candidates, fused, ev)]
+    if ev.meaning and dense_weight > 0:
+        words = [e + dense_weight * m for e, m in zip(words, _minmax(ev.meaning))]
+    hand = [f + weight * e for f, e in zip(fused, words)]
+    if learned is not None:
+        got = learned(candidates, ev, hand)
+        if got is not None:
+            hand = got
+    scored = [(pid, s) for (pid, _), s in zip(candidates, hand)]
     scored.sort(key=lambda t: -t[1])
     return scored

@@ -34,6 +34,8 @@ from .filters import Filters
 from .fusion import Fusion, Mode, confidence_alpha, convex, corpus_alpha, doc_of, rrf
 from .ordering import DEFAULT_HALF_LIFE_DAYS, Sort, check_half_life
 from .rerank import RERANK_DEPTH, rerank, stored_units
+from .rerank_learned import DEPTH as LEARNED_DEPTH
+from .rerank_learned import head_order
 from .text import compounds, query_terms
 from .types import Hit
 from .vocab import expand, is_football
@@ -217,17 +219,22 @@ class Retrieves:
                 lex, den = self._second_round(view, q, terms, expansions, flt, depth, vec, lex, den, fused)
                 fused = self._fuse(lex, den, alpha)
             if self.rerank:
+                # Football corpora: the head's trees (search/rerank_learned.py) order a
+                # shorter head than the hand-set sum does.
+                learned = head_order(q, terms, lex, den, view) if football else None
+                depth = LEARNED_DEPTH if learned is not None else RERANK_DEPTH
                 head = rerank(
                     q,
                     terms,
                     expansions,
-                    fused[:RERANK_DEPTH],
+                    fused[:depth],
                     view.sentences,
                     view.idf,
                     qvec=vec,
-                    units=stored_units(view, [pid for pid, _ in fused[:RERANK_DEPTH]]),
+                    units=stored_units(view, [pid for pid, _ in fused[:depth]]),
+                    learned=learned,
                 )
-                fused = head + fused[RERANK_DEPTH:]
+                fused = head + fused[depth:]
         if order is not Sort.RELEVANCE:
             fused = self._ordered(view, order, fused, m, terms, expansions, flt, want, half_life, q)
         lex_rank = {pid: i for i, (pid, _) in enumerate(lex, 1)}

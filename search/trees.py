@@ -33,19 +33,29 @@ class Trees:
         self.right = np.asarray(d["right"], np.int64)
         self.leaf = np.asarray(d["leaf"], bool)
         self.value = np.asarray(d["value"], np.float64)
+        # A leaf sends every row back to itself, so a step needs no test for leaves.
+        me = np.arange(len(self.leaf))
+        # Node i's left child at [i], its right child at [i + nodes].
+        self._next = np.concatenate([np.where(self.leaf, me, self.left), np.where(self.leaf, me, self.right)])
+        self._feature = np.where(self.leaf, 0, self.feature)
 
     def raw(self, rows: list[dict[str, float]]) -> np.ndarray:
         if not rows or not len(self.roots):
             return np.full(len(rows), self.baseline)
-        x = np.array([[r.get(k, 0.0) for k in self.features] for r in rows], np.float64)
-        at = np.tile(self.roots, (len(rows), 1))  # each row's node in each tree
-        row = np.arange(len(rows))[:, None]
+        return self.raw_matrix(np.array([[r.get(k, 0.0) for k in self.features] for r in rows], np.float64))
+
+    def raw_matrix(self, x: np.ndarray) -> np.ndarray:
+        """:meth:`raw` for rows already laid out in :attr:`features` order."""
+        if not len(x) or not len(self.roots):
+            return np.full(len(x), self.baseline)
+        at = np.tile(self.roots, (len(x), 1))  # each row's node in each tree
+        flat = np.ascontiguousarray(x, np.float64).ravel()
+        offset = (np.arange(len(x)) * x.shape[1])[:, None]
+        nodes = len(self.leaf)
         for _ in range(self.depth):
-            if self.leaf[at].all():
-                break
-            left = x[row, self.feature[at]] <= self.threshold[at]
-            at = np.where(self.leaf[at], at, np.where(left, self.left[at], self.right[at]))
-        return np.asarray(self.baseline + self.value[at].sum(axis=1))
+            right = flat.take(offset + self._feature.take(at)) > self.threshold.take(at)
+            at = self._next.take(at + nodes * right)
+        return np.asarray(self.baseline + self.value.take(at).sum(axis=1))
 
     def proba(self, rows: list[dict[str, float]]) -> np.ndarray:
         return np.asarray(1.0 / (1.0 + np.exp(-np.clip(self.raw(rows), -30.0, 30.0))))

@@ -1,0 +1,142 @@
+"""The search head's trees (search/rerank_learned.py): what they read and where they run."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from search import rerank_learned
+from search.rerank import evidence
+from search.text import query_terms
+from search.trees import load
+
+
+@dataclass
+class _Passage:
+    doc_id: str
+    text: str
+    start: int
+
+
+@dataclass
+class _Doc:
+    title: str
+
+
+class _View:
+    def __init__(self, passages: dict[str, _Passage], titles: dict[str, str]) -> None:
+        self.passages, self.titles = passages, titles
+
+    def passage(self, pid: str) -> _Passage | None:
+        return self.passages.get(pid)
+
+    def doc(self, doc_id: str) -> _Doc | None:
+        return _Doc(self.titles[doc_id]) if doc_id in self.titles else None
+
+
+def test_the_shipped_trees_read_the_head_features_and_were_fitted_on_training_sets_only() -> None:
+    trees = load("search.data", rerank_learned.TREES)
+    assert trees is not None and trees.features == rerank_learned.FEATURES
+    p = trees.proba([{k: 0.5 for k in rerank_learned.FEATURES}, {}])
+    assert p.shape == (2,) and ((p > 0) & (p < 1)).all()
+    data = json.loads(
+        resources.files("search.data").joinpath(rerank_learned.TREES).read_text(encoding="utf-8")
+    )
+    assert data["fitted_on"] and not any("fresh" in name for name in data["fitted_on"])
+
+
+def test_features_give_one_finite_row_per_candidate_from_passage_headline_and_lists() -> None:
+    question = "Who scored for Chelsea against Portsmouth?"
+    passages = {
+        "a#0": _Passage("a", "Chelsea beat Portsmouth 3-0. Drogba scored twice.", 0),
+        "a#1": _Passage("a", "Mourinho praised his side.", 400),
+        "b#2": _Passage("b", "Arsenal won at Fratton Park. Campbell scored.", 900),
+        "gone#3": _Passage("gone", "", 0),
+    }
+    view = _View(
+        {k: v for k, v in passages.items() if k != "gone#3"},
+        {"a": "Chelsea 3-0 Portsmouth", "b": "Arsenal win"},
+    )
+    candidates = [("b#2", 0.9), ("a#0", 0.8), ("a#1", 0.5), ("gone#3", 0.1)]
+    terms = query_terms(question)
+    ev = evidence(
+        question,
+        terms,
+        [],
+        candidates,
+        lambda pid: view.passages[pid].text.split(". ") if pid in view.passages else [],
+        lambda t: 2.0,
+    )
+    lex = [("a#0", 12.0), ("b#2", 6.0)]
+    den = [("b#2", 0.61), ("a#1", 0.40)]
+    rows = rerank_learned.features(question, terms, candidates, ev, [1.0, 0.8, 0.2, 0.0], lex, den, view)
+    assert len(rows) == 4 and all(set(r) == set(rerank_learned.FEATURES) for r in rows)
+    assert all(math.isfinite(v) for r in rows for v in r.values())
+    b, a0, a1, gone = rows
+    assert (a0["lex_rank"], a0["dense_rank"], a1["lex_rank"]) == (
+        0,
+        rerank_learned.MISSING_RANK,
+        rerank_learned.MISSING_RANK,
+    )
+    assert a0["lead"] == 1.0 and a1["lead"] == 0.0 and b["lead"] == 0.0
+    assert a0["doc_count"] == a1["doc_count"] == 2 and a1["doc_first"] == 1 and a1["doc_first_here"] == 0.0
+    # Both names of the question are in article a's headline; b's holds neither.
+    assert (
+        a1["names_doc"] == 1.0
+        and a1["cov_title"] > 0
+        and b["names_doc"] == 0.0
+        and b["names_doc_gap"] == -1.0
+    )
+    assert a0["cov_passage"] > b["cov_passage"] and gone["cov_passage"] == 0.0
+
+
+@dataclass
+class _Reverse:
+    """Trees that put the hand-set order upside down."""
+
+    def proba(self, rows: list[dict[str, float]]) -> np.ndarray:
+        return np.array([-r["hand"] for r in rows])
+
+
+def test_the_trees_order_the_head_on_football_corpora_only(
+    seed_engine: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    q = "who scored England's goal"
+
+    def top(football: bool, trees: Any) -> list[str]:
+        monkeypatch.setattr(seed_engine, "football", football)
+        monkeypatch.setattr(rerank_learned, "load", lambda package, name: trees)
+        return [h.passage.id for h in seed_engine.search(q, k=5, collapse=False)]
+
+    hand = top(True, None)  # no trees ship: the hand-set order
+    assert top(True, _Reverse()) != hand
+    assert top(False, _Reverse()) == top(False, None)
+
+
+def test_fit_rerank_learns_an_order_the_hand_set_sum_misses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """scripts/fit_rerank.py on made-up rows: the relevant passage is the one whose article
+    holds the question's names, which the hand-set score ignores."""
+    pytest.importorskip("sklearn.ensemble")
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent / "scripts"))
+    import fit_rerank
+
+    rng = np.random.default_rng(0)
+    names = rerank_learned.FEATURES.index("names_doc")
+    qs = []
+    for i in range(200):
+        x = rng.random((rerank_learned.DEPTH, len(rerank_learned.FEATURES)))
+        x[:, names] = 0.0
+        right = int(rng.integers(rerank_learned.DEPTH))
+        x[right, names] = 1.0
+        y = np.zeros(rerank_learned.DEPTH)
+        y[right] = 1.0
+        qs.append((f"q{i}", x, y))
+    assert fit_rerank.first_right(qs) < 40  # the hand-set column is noise here
+    assert fit_rerank.first_right(qs, fit_rerank.fit(qs)) > 190
