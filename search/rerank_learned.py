@@ -3,18 +3,18 @@
 :func:`search.rerank.rerank` scores the head of the fused list with a hand-set sum: a
 prior from the fused order plus the best sentence by words and by meaning. On football
 questions that sum puts a relevant passage first for 1,093 of the 1,402 answerable
-training questions, while one is in the first 20 for 1,388. What it cannot weigh is *which article* a
-passage comes from: whether the article (its headline and its passages in the head) holds
-the names and rare words of the question, how many of its passages the retrievers
-found, and how far each retriever's own list agrees.
+training questions, while one is in the first 20 for 1,388. What it cannot weigh is
+*which article* a passage comes from: whether the article (its headline and its passages
+in the head) holds the names and rare words of the question, how many of its passages
+the retrievers found, and how far each retriever's own list agrees.
 
 Here boosted trees (``search/data/rerank_trees.json``, fitted by ``scripts/fit_rerank.py``
 and run with numpy by :mod:`search.trees`) score the first :data:`DEPTH` candidates of the
 fused list from :data:`FEATURES`; they are sorted by the trees' probability that the
 passage holds the answer, ahead of the rest in fused order. Out of fold (5 folds, two
-assignments) the trees put a relevant passage first for 1,123 and 1,130. Every feature
-is a property of the question, the passage, its article's headline, or the two ranked
-lists; none names a team, a person or an article.
+assignments) the trees put a relevant passage first for 1,123 and 1,130. Every feature is
+a property of the question, the passage, its article's headline, or the two ranked lists;
+none names a team, a person or an article.
 
 The trees apply only where the football vocabulary applies (:func:`search.vocab.is_football`):
 they were fitted on football questions only, and SciFact keeps the hand-set order it was
