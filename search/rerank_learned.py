@@ -141,8 +141,7 @@ def features(
     lex_s = [lex_at[pid][1] if pid in lex_at else 0.0 for pid, _ in candidates]
     den_s = [den_at[pid][1] if pid in den_at else 0.0 for pid, _ in candidates]
     top_lex = max(lex_s, default=0.0) or 1.0
-    words_of, plain = ev.words, ev.plain
-    top_words = max(words_of, default=0.0) or 1.0
+    top_words = max(ev.words, default=0.0) or 1.0
     meaning = ev.meaning or [0.0] * n
     meaning2 = ev.meaning2 or [0.0] * n
     cov_both = [cover(t | h) for t, h in zip(text, title)]
@@ -159,8 +158,8 @@ def features(
                 "lex_rel": lex_s[i] / top_lex,
                 "dense": den_s[i],
                 "dense_gap": den_s[i] - max(den_s, default=0.0),
-                "words_rel": words_of[i] / top_words,
-                "plain_idf": plain[i] / (ev.avg_idf or 1.0),
+                "words_rel": ev.words[i] / top_words,
+                "plain_idf": ev.plain[i] / (ev.avg_idf or 1.0),
                 "meaning": meaning[i],
                 "meaning_gap": meaning[i] - max(meaning, default=0.0),
                 "meaning2": meaning2[i],

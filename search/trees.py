@@ -27,17 +27,19 @@ class Trees:
         self.baseline = float(d["baseline"])
         self.depth = int(d["depth"])
         self.roots = np.asarray(d["roots"], np.int64)
-        self.feature = np.asarray(d["feature"], np.int64)
         self.threshold = np.asarray(d["threshold"], np.float64)
-        self.left = np.asarray(d["left"], np.int64)
-        self.right = np.asarray(d["right"], np.int64)
-        self.leaf = np.asarray(d["leaf"], bool)
         self.value = np.asarray(d["value"], np.float64)
+        leaf = np.asarray(d["leaf"], bool)
+        me = np.arange(len(leaf))
         # A leaf sends every row back to itself, so a step needs no test for leaves.
-        me = np.arange(len(self.leaf))
-        # Node i's left child at [i], its right child at [i + nodes].
-        self._next = np.concatenate([np.where(self.leaf, me, self.left), np.where(self.leaf, me, self.right)])
-        self._feature = np.where(self.leaf, 0, self.feature)
+        # Node i's left child is at [i], its right child at [i + nodes].
+        self._next = np.concatenate(
+            [
+                np.where(leaf, me, np.asarray(d["left"], np.int64)),
+                np.where(leaf, me, np.asarray(d["right"], np.int64)),
+            ]
+        )
+        self._feature = np.where(leaf, 0, np.asarray(d["feature"], np.int64))
 
     def raw(self, rows: list[dict[str, float]]) -> np.ndarray:
         if not rows or not len(self.roots):
@@ -51,7 +53,7 @@ class Trees:
         at = np.tile(self.roots, (len(x), 1))  # each row's node in each tree
         flat = np.ascontiguousarray(x, np.float64).ravel()
         offset = (np.arange(len(x)) * x.shape[1])[:, None]
-        nodes = len(self.leaf)
+        nodes = len(self.value)
         for _ in range(self.depth):
             right = flat.take(offset + self._feature.take(at)) > self.threshold.take(at)
             at = self._next.take(at + nodes * right)
