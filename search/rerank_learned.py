@@ -37,8 +37,9 @@ TREES = "rerank_trees.json"
 MISSING_RANK = 100  # the rank of a passage a retriever's list does not hold
 # The trees order the first DEPTH candidates of the fused list (the reranker's own head is
 # RERANK_DEPTH, 30); the rest keeps the fused order after them. Out of fold on the
-# training questions (offline, on the first feature set), 20 puts a relevant passage first as often as 30 (1,125 to 1,134
-# against 1,113 to 1,128 of 1,402), and the sentences of 10 passages fewer are scored.
+# training questions (offline, on the first feature set), 20 puts a relevant passage
+# first as often as 30 (1,125 to 1,134 against 1,113 to 1,128 of 1,402), and the
+# sentences of 10 passages fewer are scored.
 DEPTH = 20
 # A capitalised word after the question's first: the names it asks about.
 NAME = re.compile(r"(?<=\S )[A-Z][\w'’-]+")
