@@ -1,10 +1,17 @@
-"""Fit the trees that order the search head on football corpora (search/data/rerank_trees.json).
+"""Fit the trees that order the search head (search/data/rerank_trees*.json).
 
     python scripts/fit_rerank.py INDEX:QUESTIONS.jsonl [INDEX:QUESTIONS.jsonl ...] [--dry-run] [--fold-seeds 2]
+    python scripts/fit_rerank.py --statements --beir BEIR_FOLDER:INDEX [--dry-run]
+
+The first form fits the trees for questions (``rerank_trees.json``) on questions with
+evidence strings. The second fits the trees for statements (``rerank_trees_statements.json``:
+claims, headlines, keywords; search/rerank_learned.py says why two) on a BEIR folder's
+*train* qrels, through the index ``scripts/beir.py`` built for it
+(``/tmp/beir-<name>/index``): a passage is relevant when its document is.
 
 Only pass question sets you may tune on (dev, scripts/questions/*.jsonl, the training
-sets in scripts/questions/train/), never the fresh held-out sets: they must measure,
-not fit.
+sets in scripts/questions/train/, SciFact's train split), never the fresh held-out sets
+or a test split: they must measure, not fit.
 
 Each question runs through `search`'s own path (hybrid); at the reranker, the feature
 row (search/rerank_learned.py: FEATURES) of each candidate the trees order is recorded with whether
@@ -34,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from search import rerank_learned, trees  # noqa: E402
 from search.engine import Engine  # noqa: E402
 from search.evaluate import read_questions, relevant  # noqa: E402
+from search.fusion import doc_of  # noqa: E402
 
 OUT = Path(__file__).resolve().parent.parent / "search" / "data" / rerank_learned.TREES
 # Chosen out of fold on the training questions (first passage relevant, of 1,402, two
@@ -53,9 +61,12 @@ class _Hand:
         return np.array([r["hand"] for r in rows])
 
 
-def collect(pairs: list[str]) -> list[Rows]:
-    out: list[Rows] = []
-    seen: list[tuple[list[dict[str, float]], list[str]]] = []
+Seen = list[tuple[list[dict[str, float]], list[str]]]
+
+
+def recording() -> Seen:
+    """Record each head's feature rows and passage ids, the hand-set order kept."""
+    seen: Seen = []
     real = rerank_learned.features
 
     def record(*args: Any, **kw: Any) -> list[dict[str, float]]:
@@ -65,6 +76,42 @@ def collect(pairs: list[str]) -> list[Rows]:
 
     rerank_learned.features = record  # type: ignore[assignment]
     rerank_learned.load = lambda package, name: _Hand()  # type: ignore[assignment,misc,return-value]
+    return seen
+
+
+def matrix(rows: list[dict[str, float]]) -> np.ndarray:
+    return np.array([[r[k] for k in rerank_learned.FEATURES] for r in rows])
+
+
+def collect_beir(pairs: list[str]) -> list[Rows]:
+    """Rows from a BEIR folder's train split: a passage is relevant when its document is."""
+    seen = recording()
+    out: list[Rows] = []
+    for pair in pairs:
+        data, index = (Path(x) for x in pair.split(":", 1))
+        queries = {
+            d["_id"]: d["text"] for d in map(json.loads, open(data / "queries.jsonl", encoding="utf-8"))
+        }
+        qrels: dict[str, set[str]] = {}
+        for line in open(data / "qrels" / "train.tsv", encoding="utf-8"):
+            parts = line.split("\t")
+            if len(parts) >= 3 and parts[2].strip().isdigit() and int(parts[2]) > 0:
+                qrels.setdefault(parts[0], set()).add(parts[1])
+        with Engine.open(str(index)) as e:
+            for qid in (q for q in queries if q in qrels):
+                seen.clear()
+                e.search(queries[qid], k=10, mode="hybrid")
+                if seen:
+                    rows, pids = seen[-1]
+                    y = np.array([doc_of(pid) in qrels[qid] for pid in pids], float)
+                    out.append((f"{data.name}/{qid}", matrix(rows), y))
+        print(f"{pair}: {len(out)} queries so far", file=sys.stderr)
+    return out
+
+
+def collect(pairs: list[str]) -> list[Rows]:
+    out: list[Rows] = []
+    seen = recording()
     for pair in pairs:
         index, path = pair.split(":", 1)
         with Engine.open(index) as e:
@@ -79,8 +126,7 @@ def collect(pairs: list[str]) -> list[Rows]:
                 rows, pids = seen[-1]
                 texts = [view.passage(pid) for pid in pids]
                 y = np.array([p is not None and relevant(p.text, q.evidence) for p in texts], float)
-                x = np.array([[r[k] for k in rerank_learned.FEATURES] for r in rows])
-                out.append((f"{Path(path).stem}/{q.id}", x, y))
+                out.append((f"{Path(path).stem}/{q.id}", matrix(rows), y))
         print(f"{pair}: {len(out)} questions so far", file=sys.stderr)
     return out
 
@@ -106,11 +152,17 @@ def first_right(qs: list[Rows], model: Any = None) -> int:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("pairs", nargs="+", help="INDEX:QUESTIONS.jsonl")
+    ap.add_argument("pairs", nargs="*", help="INDEX:QUESTIONS.jsonl")
+    ap.add_argument("--beir", action="append", default=[], help="BEIR_FOLDER:INDEX (its train qrels)")
+    ap.add_argument(
+        "--statements", action="store_true", help="write the trees for queries that are not questions"
+    )
     ap.add_argument("--dry-run", action="store_true", help="report only; write nothing")
     ap.add_argument("--fold-seeds", type=int, default=2)
     args = ap.parse_args()
-    qs = collect(args.pairs)
+    if not args.pairs and not args.beir:
+        ap.error("give INDEX:QUESTIONS.jsonl pairs or --beir BEIR_FOLDER:INDEX")
+    qs = collect(args.pairs) + collect_beir(args.beir)
     print(f"{len(qs)} questions; a relevant passage in the head for {sum(int(q[2].any()) for q in qs)}")
     print(f"hand-set order: first passage relevant for {first_right(qs)}")
     for seed in range(args.fold_seeds):
@@ -123,15 +175,17 @@ def main() -> None:
         print(f"trees, out of fold (fold seed {seed}): first passage relevant for {right}")
     if args.dry_run:
         return
+    where = "queries that are not questions" if args.statements else "questions"
     doc = (
-        "Boosted trees over the search head's features: the probability that a passage holds "
-        "the answer, which orders the head on football corpora (search/rerank_learned.py). "
+        "Boosted trees over the search head's features: the probability that a passage is "
+        f"relevant, which orders the head on {where} (search/rerank_learned.py). "
         f"Written by scripts/fit_rerank.py with {PARAMS}; run by search/trees.py."
     )
     data = trees.export(fit(qs), rerank_learned.FEATURES, doc)
     data["fitted_on"] = sorted({q[0].split("/")[0] for q in qs})
-    OUT.write_text(json.dumps(data, separators=(",", ":")) + "\n", encoding="utf-8")
-    print(f"wrote {OUT}")
+    out = OUT.with_name(rerank_learned.STATEMENT_TREES) if args.statements else OUT
+    out.write_text(json.dumps(data, separators=(",", ":")) + "\n", encoding="utf-8")
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":

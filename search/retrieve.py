@@ -219,9 +219,9 @@ class Retrieves:
                 lex, den = self._second_round(view, q, terms, expansions, flt, depth, vec, lex, den, fused)
                 fused = self._fuse(lex, den, alpha)
             if self.rerank:
-                # Football corpora: the head's trees (search/rerank_learned.py) order a
-                # shorter head than the hand-set sum does.
-                learned = head_order(q, terms, lex, den, view) if football else None
+                # The head's trees (search/rerank_learned.py) order a shorter head than the
+                # hand-set sum does; the sum runs only where no trees ship.
+                learned = head_order(q, terms, lex, den, view)
                 depth = LEARNED_DEPTH if learned is not None else RERANK_DEPTH
                 head = rerank(
                     q,

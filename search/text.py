@@ -39,6 +39,20 @@ QUESTION_WORDS = frozenset(
     "i you we our us your like".split()
 )
 
+# The words a question opens with. A query that opens with one, or ends with "?", is asked
+# as a question; anything else (a claim, a headline, keywords) is a statement.
+QUESTION_OPENERS = frozenset(
+    "who whom whose what which when where why how did does do was were is are am has have had "
+    "can could would should shall may might must tell".split()
+)
+
+
+def is_question(text: str) -> bool:
+    """Whether ``text`` is asked as a question: it ends with "?" or opens with a question word."""
+    words = text.split()
+    return text.rstrip().endswith("?") or bool(words and words[0].lower().strip(",.:;") in QUESTION_OPENERS)
+
+
 # Words of a sentence, or a question, about what is still to come: match reports end with
 # the next fixture ("will face Spain", "scheduled for Sunday", "heads to Miami"), whose
 # place and date are the wrong answers about the match reported, and the right ones

@@ -33,15 +33,14 @@ class _View:
         return _Doc(self.titles[doc_id]) if doc_id in self.titles else None
 
 
-def test_the_shipped_trees_read_the_head_features_and_were_fitted_on_training_sets_only() -> None:
-    trees = load("search.data", rerank_learned.TREES)
+@pytest.mark.parametrize("name", [rerank_learned.TREES, rerank_learned.STATEMENT_TREES])
+def test_the_shipped_trees_read_the_head_features_and_were_fitted_on_training_sets_only(name: str) -> None:
+    trees = load("search.data", name)
     assert trees is not None and trees.features == rerank_learned.FEATURES
     p = trees.proba([{k: 0.5 for k in rerank_learned.FEATURES}, {}])
     assert p.shape == (2,) and ((p > 0) & (p < 1)).all()
-    data = json.loads(
-        resources.files("search.data").joinpath(rerank_learned.TREES).read_text(encoding="utf-8")
-    )
-    assert data["fitted_on"] and not any("fresh" in name for name in data["fitted_on"])
+    data = json.loads(resources.files("search.data").joinpath(name).read_text(encoding="utf-8"))
+    assert data["fitted_on"] and not any("fresh" in n or "test" in n for n in data["fitted_on"])
 
 
 def test_features_give_one_finite_row_per_candidate_from_passage_headline_and_lists() -> None:
@@ -92,19 +91,31 @@ class _Reverse:
         return np.array([-r["hand"] for r in rows])
 
 
-def test_the_trees_order_the_head_on_football_corpora_only(
-    seed_engine: Any, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("football", [True, False])
+def test_the_query_s_form_picks_the_trees_on_any_corpus(
+    seed_engine: Any, monkeypatch: pytest.MonkeyPatch, football: bool
 ) -> None:
-    q = "who scored England's goal"
+    monkeypatch.setattr(seed_engine, "football", football)
+    asked: list[str] = []
 
-    def top(football: bool, trees: Any) -> list[str]:
-        monkeypatch.setattr(seed_engine, "football", football)
-        monkeypatch.setattr(rerank_learned, "load", lambda package, name: trees)
+    def top(q: str, only: str | None) -> list[str]:
+        """The head when only the file ``only`` ships (None: no trees, the hand-set sum)."""
+
+        def load(package: str, name: str) -> Any:
+            asked.append(name)
+            return _Reverse() if name == only else None
+
+        monkeypatch.setattr(rerank_learned, "load", load)
         return [h.passage.id for h in seed_engine.search(q, k=5, collapse=False)]
 
-    hand = top(True, None)  # no trees ship: the hand-set order
-    assert top(True, _Reverse()) != hand
-    assert top(False, _Reverse()) == top(False, None)
+    for q, mine, other in [
+        ("who scored England's goal", rerank_learned.TREES, rerank_learned.STATEMENT_TREES),
+        ("England's goal scorer", rerank_learned.STATEMENT_TREES, rerank_learned.TREES),
+    ]:
+        hand = top(q, None)
+        assert top(q, mine) != hand  # its own trees order the head
+        assert top(q, other) == hand  # the other form's trees are never read for it
+        assert asked[-1] == mine
 
 
 def test_fit_rerank_learns_an_order_the_hand_set_sum_misses(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -136,3 +136,22 @@ def test_a_hyphenated_compound_is_also_one_word():
     assert compounds("Does PD-1 block T-cells?") == [term("pd1"), term("tcells")]  # expansions
     assert analyze("a 2-1 win") == ["2-1", "win"]  # a score stays one word
     assert analyze("2–1") == ["2", "1"]  # an en dash joins nothing
+
+
+@pytest.mark.parametrize(
+    ("text", "asked"),
+    [
+        ("who scored the winner", True),
+        ("Did Spain win?", True),
+        ("Tell me the score", True),
+        ("the score at half time?", True),
+        ("0-dimensional biomaterials lack inductive properties.", False),
+        ("Spain win the final", False),
+        ("I wonder about the final", False),
+        ("", False),
+    ],
+)
+def test_a_query_is_a_question_when_it_opens_with_a_question_word_or_ends_with_a_question_mark(
+    text: str, asked: bool
+) -> None:
+    assert tx.is_question(text) is asked
