@@ -1,6 +1,7 @@
 """Boosted trees stored as data and run with numpy: the quote's sentence model
-(``search/answer/pick_trees.json``) and the order of the search head on football corpora
-(``search/data/rerank_trees.json``).
+(``search/answer/pick_trees.json``), the short answer's confidence
+(``search/answer/confidence_trees.json``) and the order of the search head
+(``search/data/rerank_trees.json`` for questions, ``rerank_trees_statements.json`` otherwise).
 
 The fitting scripts (``scripts/fit_answer.py``, ``scripts/fit_rerank.py``) fit scikit-learn's
 ``HistGradientBoostingClassifier`` and write its trees to a JSON file with :func:`export`; a query reads the file and runs every tree at once, one level per
