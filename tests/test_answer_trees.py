@@ -1,13 +1,18 @@
-"""The quote's boosted trees (search/trees.py): stored as data, run with numpy."""
+"""The answer's boosted trees (search/trees.py): the quote's and the confidence's, stored as
+data and run with numpy."""
 
 from __future__ import annotations
 
 import json
+from importlib import resources
 
 import numpy as np
 import pytest
 
 from search.answer import evidence
+from search.answer.confidence import FEATURES as CONFIDENCE_FEATURES
+from search.answer.confidence import TREES as CONFIDENCE_TREES
+from search.answer.confidence import confidence, features, threshold
 from search.trees import Trees, export, load
 
 
@@ -30,6 +35,23 @@ def test_the_shipped_trees_read_the_evidence_features() -> None:
     assert trees is not None and trees.features == evidence.FEATURES
     p = trees.proba([{k: 0.5 for k in evidence.FEATURES}, {}])
     assert p.shape == (2,) and ((p > 0) & (p < 1)).all()
+
+
+def test_the_confidence_trees_read_the_winner_s_features_and_trust_a_clear_winner_more() -> None:
+    """The shipped confidence trees read every feature :func:`features` gives, were fitted on
+    training sets only, and rate a value that wins clearly, with its sentence stating the
+    question, above one that barely wins with a sentence stating little of it."""
+    trees = load("search.answer", CONFIDENCE_TREES)
+    assert trees is not None and trees.features == CONFIDENCE_FEATURES
+    data = json.loads(resources.files("search.answer").joinpath(CONFIDENCE_TREES).read_text(encoding="utf-8"))
+    assert data["fitted_on"] and not any("fresh" in name for name in data["fitted_on"])
+    strong = {"score": 1.0, "agree": 1.0, "lex": 1.0, "lex_max": 1.0, "dense": 0.8, "fit": 1.0, "near": 1.0}
+    weak = {"score": 0.3, "agree": 0.3, "lex": 0.1, "lex_max": 0.1, "dense": 0.1, "fit": 0.0, "near": 0.0}
+    sure = features([0.95, 0.03, 0.02], strong, 0.9)
+    unsure = features([0.36, 0.34, 0.30], weak, 0.2)
+    assert set(sure) == set(CONFIDENCE_FEATURES)
+    assert 0.0 < confidence(unsure) < confidence(sure) < 1.0
+    assert confidence(unsure) < threshold()
 
 
 def test_the_trees_move_the_pick_the_choice_model_alone_would_make(monkeypatch: pytest.MonkeyPatch) -> None:
