@@ -37,6 +37,9 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from beir import read_jsonl, read_qrels  # noqa: E402
 
 from search import rerank_learned, trees  # noqa: E402
 from search.engine import Engine  # noqa: E402
@@ -89,16 +92,13 @@ def collect_beir(pairs: list[str]) -> list[Rows]:
     out: list[Rows] = []
     for pair in pairs:
         data, index = (Path(x) for x in pair.split(":", 1))
-        queries = {
-            d["_id"]: d["text"] for d in map(json.loads, open(data / "queries.jsonl", encoding="utf-8"))
+        queries = {d["_id"]: d["text"] for d in read_jsonl(data / "queries.jsonl")}
+        qrels = {
+            qid: {doc for doc, grade in judged.items() if grade > 0}
+            for qid, judged in read_qrels(data / "qrels" / "train.tsv").items()
         }
-        qrels: dict[str, set[str]] = {}
-        for line in open(data / "qrels" / "train.tsv", encoding="utf-8"):
-            parts = line.split("\t")
-            if len(parts) >= 3 and parts[2].strip().isdigit() and int(parts[2]) > 0:
-                qrels.setdefault(parts[0], set()).add(parts[1])
         with Engine.open(str(index)) as e:
-            for qid in (q for q in queries if q in qrels):
+            for qid in (q for q in queries if qrels.get(q)):
                 seen.clear()
                 e.search(queries[qid], k=10, mode="hybrid")
                 if seen:
