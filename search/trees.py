@@ -1,13 +1,14 @@
-"""Boosted trees stored as data and run with numpy: the quote's sentence model
-(``search/answer/pick_trees.json``), the short answer's confidence
+"""Boosted trees stored as data and run with numpy: the quote's and the values' LambdaRank
+trees (``search/answer/pick_rank.json``, ``ranker_rank.json``), the short answer's confidence
 (``search/answer/confidence_trees.json``) and the order of the search head
 (``search/data/rerank_trees.json`` for questions, ``rerank_trees_statements.json`` otherwise).
 
 The fitting scripts (``scripts/fit_answer.py``, ``scripts/fit_rerank.py``) fit scikit-learn's
-``HistGradientBoostingClassifier`` and write its trees to a JSON file with :func:`export`; a query reads the file and runs every tree at once, one level per
-step (:class:`Trees`), so scikit-learn is never imported on the query path. A node sends a
-row left when its feature is at most the node's threshold, as scikit-learn's predictor does
-for a value that is not missing (the features never are).
+``HistGradientBoostingClassifier`` or LightGBM's ``LGBMRanker`` and write its trees to a JSON
+file with :func:`export` or :func:`export_lightgbm`; a query reads the file and runs every
+tree at once, one level per step (:class:`Trees`), so neither library is imported on the
+query path. A node sends a row left when its feature is at most the node's threshold, as
+both libraries' predictors do for a value that is not missing (the features never are).
 """
 
 from __future__ import annotations
@@ -71,6 +72,53 @@ def load(package: str, name: str) -> Trees | None:
     if not f.is_file():
         return None
     return Trees(json.loads(f.read_text(encoding="utf-8")))
+
+
+def export_lightgbm(model: Any, features: tuple[str, ...], doc: str) -> dict[str, Any]:
+    """A fitted LightGBM model (``LGBMRanker``, a LambdaRank objective) as :class:`Trees` data.
+    Its raw score orders one question's rows; it is not a probability (:meth:`Trees.raw`).
+    LightGBM sends a row left when its feature is at most the threshold, as :class:`Trees`
+    does; a tree of one leaf becomes one leaf node."""
+    roots: list[int] = []
+    cols: dict[str, list[Any]] = {k: [] for k in ("feature", "threshold", "left", "right", "leaf", "value")}
+    depth = 0
+    for info in model.booster_.dump_model()["tree_info"]:
+        base = len(cols["leaf"])
+        roots.append(base)
+        # Number the nodes depth first: a split, then its left subtree, then its right.
+        stack: list[tuple[dict[str, Any], int, int, str]] = [(info["tree_structure"], 0, -1, "")]
+        while stack:
+            node, level, parent, side = stack.pop()
+            me = len(cols["leaf"])
+            if parent >= 0:
+                cols[side][parent] = me
+            depth = max(depth, level)
+            if "leaf_value" in node:
+                cols["feature"].append(0)
+                cols["threshold"].append(0.0)
+                cols["leaf"].append(1)
+                cols["value"].append(round(float(node["leaf_value"]), 6))
+                cols["left"].append(me)
+                cols["right"].append(me)
+                continue
+            if node.get("decision_type", "<=") != "<=":
+                raise ValueError(f"a split of kind {node.get('decision_type')!r} cannot be stored")
+            cols["feature"].append(int(node["split_feature"]))
+            cols["threshold"].append(float(node["threshold"]))
+            cols["leaf"].append(0)
+            cols["value"].append(0.0)
+            cols["left"].append(-1)
+            cols["right"].append(-1)
+            stack.append((node["right_child"], level + 1, me, "right"))
+            stack.append((node["left_child"], level + 1, me, "left"))
+    return {
+        "_doc": doc,
+        "features": list(features),
+        "baseline": 0.0,
+        "depth": depth,
+        "roots": roots,
+        **cols,
+    }
 
 
 def export(model: Any, features: tuple[str, ...], doc: str) -> dict[str, Any]:
