@@ -1,5 +1,5 @@
-"""The answer's boosted trees (search/trees.py): the quote's and the confidence's, stored as
-data and run with numpy."""
+"""The answer's boosted trees (search/trees.py): the quote's and the values' LambdaRank trees
+and the confidence's, stored as data and run with numpy."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from importlib import resources
 import numpy as np
 import pytest
 
-from search.answer import evidence
+from search.answer import evidence, ranker
 from search.answer.confidence import FEATURES as CONFIDENCE_FEATURES
 from search.answer.confidence import TREES as CONFIDENCE_TREES
 from search.answer.confidence import confidence, features, threshold
-from search.trees import Trees, export, load
+from search.trees import Trees, export, export_lightgbm, load
 
 
 def test_exported_trees_give_what_scikit_learn_gives() -> None:
@@ -30,11 +30,38 @@ def test_exported_trees_give_what_scikit_learn_gives() -> None:
     assert trees.raw([]).shape == (0,)
 
 
-def test_the_shipped_trees_read_the_evidence_features() -> None:
-    trees = load("search.answer", evidence.PICK_TREES)
-    assert trees is not None and trees.features == evidence.FEATURES
-    p = trees.proba([{k: 0.5 for k in evidence.FEATURES}, {}])
-    assert p.shape == (2,) and ((p > 0) & (p < 1)).all()
+def test_exported_lambdarank_trees_give_what_lightgbm_gives() -> None:
+    lightgbm = pytest.importorskip("lightgbm")
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(2000, 4))
+    x[:, 2] = np.round(x[:, 2])  # ties at a threshold go left, as LightGBM sends them
+    y = (x[:, 0] + x[:, 1] * x[:, 2] > 0.5).astype(int) + (x[:, 3] > 1)
+    model = lightgbm.LGBMRanker(objective="lambdarank", n_estimators=40, num_leaves=7, verbose=-1)
+    model.fit(x, y, group=[20] * 100)
+    names = ("a", "b", "c", "d")
+    trees = Trees(json.loads(json.dumps(export_lightgbm(model, names, "test"))))
+    rows = [dict(zip(names, r)) for r in x[:400]]
+    assert np.allclose(trees.raw(rows), model.predict(x[:400]), atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("name", "names"), [(evidence.PICK_RANK, evidence.FEATURES), (ranker.RANK, ranker.FEATURES)]
+)
+def test_the_shipped_rank_trees_read_their_stage_s_features(name: str, names: tuple[str, ...]) -> None:
+    """The quote's and the values' LambdaRank trees read every feature of their stage and
+    were fitted on training sets only."""
+    trees = load("search.answer", name)
+    assert trees is not None and trees.features == names
+    data = json.loads(resources.files("search.answer").joinpath(name).read_text(encoding="utf-8"))
+    assert data["fitted_on"] and not any("fresh" in n for n in data["fitted_on"])
+    raw = trees.raw([{k: 0.5 for k in names}, {}])
+    assert raw.shape == (2,) and np.isfinite(raw).all()
+
+
+def test_the_values_probabilities_are_a_distribution() -> None:
+    rows = [{k: v for k in ranker.FEATURES} for v in (0.1, 0.5, 0.9)]
+    p = ranker.probabilities(rows)
+    assert len(p) == 3 and sum(p) == pytest.approx(1.0) and all(0 < v < 1 for v in p)
 
 
 def test_the_confidence_trees_read_the_winner_s_features_and_trust_a_clear_winner_more() -> None:
@@ -54,9 +81,10 @@ def test_the_confidence_trees_read_the_winner_s_features_and_trust_a_clear_winne
     assert confidence(unsure) < threshold()
 
 
-def test_the_trees_move_the_pick_the_choice_model_alone_would_make(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Two sentences the choice model ranks one way; trees that favour the other's features
-    turn the pick, and the picks stay a distribution over the usable sentences."""
+def test_the_rank_trees_replace_the_pick_the_choice_model_would_make(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two sentences the choice model (no trees shipped) ranks one way; LambdaRank trees that
+    favour the other's features turn the pick, and the picks stay a distribution over the
+    usable sentences."""
     from search.answer.candidates import Sent
     from search.answer.question import analyse
     from search.types import Article

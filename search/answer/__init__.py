@@ -2,19 +2,20 @@
 
 1. :mod:`.question`   question -> answer type, words, tense (a table, no model);
 2. :mod:`.candidates` the top passages' stored sentences, with what of the question they state;
-3. :mod:`.evidence`   each sentence's probability of stating the answer (fitted weights);
+3. :mod:`.evidence`   each sentence's probability of stating the answer (fitted weights), and
+   which one to quote (LambdaRank trees);
 4. :mod:`.typed`      stored entities of the asked kind in those sentences (and, with
    :mod:`.roles`, the role a report writes beside each name);
 5. :mod:`.agreement`  candidates grouped by value, counted by distinct articles;
-6. :mod:`.ranker`     each value's probability of being the answer (fitted weights);
+6. :mod:`.ranker`     each value's probability of being the answer (LambdaRank trees);
 7. :mod:`.confidence` a calibrated score; below its threshold there is no short answer,
    and a sentence is quoted instead: the most probable value's own when that value is
    fairly probable (:data:`QUOTE_BACKED`), else the most probable sentence.
 
 Every short answer is an exact span of a cited sentence, and every sentence an exact
 span of its article. Nothing here loads a model: entities, sentence spans and sentence
-vectors were stored at index time (:mod:`search.enrich`); the weights are JSON files
-fitted by ``scripts/fit_answer.py``.
+vectors were stored at index time (:mod:`search.enrich`); the weights and trees are JSON
+files fitted by ``scripts/fit_answer.py``.
 """
 
 from __future__ import annotations
