@@ -106,6 +106,6 @@ def test_fit_answer_folds_follow_the_questions_not_their_order(capsys: pytest.Ca
     args = argparse.Namespace(
         precision=0.9, l2=0.01, folds=5, conf_l2=0.05, min_shown=10, boot=0, show=0, fold_seeds=3
     )
-    fit_answer.spread(qs, args)
+    fit_answer.spread({seed: qs for seed in range(3)}, args)  # each assignment's rows
     out = capsys.readouterr().out
     assert "over 3 fold assignments, top-1: mean" in out and "coverage: mean" in out
