@@ -3,8 +3,9 @@
     python scripts/fit_rerank.py INDEX:QUESTIONS.jsonl [INDEX:QUESTIONS.jsonl ...] [--dry-run] [--fold-seeds 2]
     python scripts/fit_rerank.py --statements --beir BEIR_FOLDER:INDEX [--dry-run]
 
-The first form fits the trees for questions (``rerank_trees.json``) on questions with
-evidence strings. The second fits the trees for statements (``rerank_trees_statements.json``:
+The first form fits the classifier trees for questions (``rerank_trees.json``) on questions
+with evidence strings; ``--lambdarank`` fits LambdaRank trees instead (measured, not shipped:
+search/rerank_learned.py says why). The second fits the trees for statements (``rerank_trees_statements.json``:
 claims, headlines, keywords; search/rerank_learned.py says why two) on a BEIR folder's
 *train* qrels, through the index ``scripts/beir.py`` built for it
 (``/tmp/beir-<name>/index``): a passage is relevant when its document is.
@@ -21,9 +22,10 @@ its passage holds one of the question's evidence strings. Then:
    first passage is relevant under the hand-set order and under the trees;
 2. the trees on every question, written with search/trees.py's export.
 
-The trees are LightGBM's LambdaRank (``LGBMRanker``): they learn to put a relevant
-passage above the question's other candidates, which is what ordering a head needs; a
-question with no relevant candidate, which teaches no order, is left out. The query path
+The statements' trees are LightGBM's LambdaRank (``LGBMRanker``): they learn to put a
+relevant passage above the query's other candidates, which is what ordering a head needs; a
+query with no relevant candidate, which teaches no order, is left out. The questions' trees
+are scikit-learn's HistGradientBoostingClassifier, each question weighing the same. The query path
 runs them from the JSON with numpy (search/trees.py's ``export_lightgbm``).
 """
 
@@ -48,12 +50,12 @@ from search.evaluate import read_questions, relevant  # noqa: E402
 from search.fusion import doc_of  # noqa: E402
 
 OUT = Path(__file__).resolve().parent.parent / "search" / "data" / rerank_learned.TREES
-# LambdaRank replaced classifier trees (HistGradientBoostingClassifier, 100 trees of 15
-# leaves, 100 rows a leaf) on both sets. Out of fold, offline on the recorded heads (two
-# fold assignments): football training questions, first passage relevant for 1,148 and
-# 1,150 of 1,402 against 1,132 and 1,128; SciFact train nDCG@10 0.7718 and 0.7647 against
-# 0.7606 and 0.7588. 40 rows a leaf with truncation at 10 gave 1,145 and 1,133, 0.7749 and
-# 0.7611.
+# The statements' LambdaRank trees. Out of fold, offline on the recorded heads (two fold
+# assignments): SciFact train nDCG@10 0.7718 and 0.7647 against the classifier trees'
+# (CLASSIFIER) 0.7606 and 0.7588; on the football training questions, first passage
+# relevant for 1,148 and 1,150 of 1,402 against 1,132 and 1,128 (not shipped for
+# questions: search/rerank_learned.py says why). 40 rows a leaf with truncation at 10 gave
+# 0.7749 and 0.7611, 1,145 and 1,133.
 PARAMS = {
     "n_estimators": 200,
     "learning_rate": 0.05,
@@ -139,6 +141,21 @@ def collect(pairs: list[str]) -> list[Rows]:
     return out
 
 
+CLASSIFIER = {"max_iter": 100, "learning_rate": 0.1, "max_leaf_nodes": 15, "min_samples_leaf": 100}
+
+
+def fit_classifier(qs: list[Rows]) -> Any:
+    """The classifier trees that order the head for questions (rerank_trees.json): each
+    question weighs the same."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    x = np.vstack([q[1] for q in qs])
+    y = np.concatenate([q[2] for q in qs])
+    w = np.concatenate([np.full(len(q[2]), 1.0 / len(q[2])) for q in qs])
+    model = HistGradientBoostingClassifier(**CLASSIFIER, l2_regularization=1.0, random_state=0)
+    return model.fit(x, y, sample_weight=w)
+
+
 def fit(qs: list[Rows]) -> Any:
     import lightgbm
 
@@ -153,7 +170,12 @@ def first_right(qs: list[Rows], model: Any = None) -> int:
     hand = rerank_learned.FEATURES.index("hand")
     right = 0
     for _, x, y in qs:
-        score = x[:, hand] if model is None else model.predict(x)
+        if model is None:
+            score = x[:, hand]
+        elif hasattr(model, "predict_proba"):
+            score = model.predict_proba(x)[:, 1]
+        else:
+            score = model.predict(x)
         right += int(y[int(np.argmax(score))])
     return right
 
@@ -165,12 +187,18 @@ def main() -> None:
     ap.add_argument(
         "--statements", action="store_true", help="write the trees for queries that are not questions"
     )
+    ap.add_argument(
+        "--lambdarank",
+        action="store_true",
+        help="questions: fit LambdaRank trees instead of the classifier (measured, not shipped)",
+    )
     ap.add_argument("--dry-run", action="store_true", help="report only; write nothing")
     ap.add_argument("--fold-seeds", type=int, default=2)
     args = ap.parse_args()
     if not args.pairs and not args.beir:
         ap.error("give INDEX:QUESTIONS.jsonl pairs or --beir BEIR_FOLDER:INDEX")
     qs = collect(args.pairs) + collect_beir(args.beir)
+    fitter = fit if (args.statements or args.lambdarank) else fit_classifier
     print(f"{len(qs)} questions; a relevant passage in the head for {sum(int(q[2].any()) for q in qs)}")
     print(f"hand-set order: first passage relevant for {first_right(qs)}")
     for seed in range(args.fold_seeds):
@@ -178,20 +206,30 @@ def main() -> None:
         right = 0
         for fold in folds:
             held = set(fold.tolist())
-            model = fit([q for i, q in enumerate(qs) if i not in held])
+            model = fitter([q for i, q in enumerate(qs) if i not in held])
             right += first_right([qs[i] for i in fold], model)
         print(f"trees, out of fold (fold seed {seed}): first passage relevant for {right}")
     if args.dry_run:
         return
-    where = "queries that are not questions" if args.statements else "questions"
-    doc = (
-        "LambdaRank trees over the search head's features: a score (its logistic shown as the "
-        f"hit's score) that orders the head on {where} (search/rerank_learned.py). "
-        f"Written by scripts/fit_rerank.py with {PARAMS}; run by search/trees.py."
-    )
-    data = trees.export_lightgbm(fit(qs), rerank_learned.FEATURES, doc)
+    if fitter is fit_classifier:
+        doc = (
+            "Boosted trees (a classifier) over the search head's features: the probability that a "
+            "passage holds the answer, which orders the head for questions "
+            f"(search/rerank_learned.py). Written by scripts/fit_rerank.py with "
+            f"{CLASSIFIER}; run by search/trees.py."
+        )
+        data = trees.export(fit_classifier(qs), rerank_learned.FEATURES, doc)
+        out = OUT
+    else:
+        where = "queries that are not questions" if args.statements else "questions"
+        doc = (
+            "LambdaRank trees over the search head's features: a score (its logistic shown as the "
+            f"hit's score) that orders the head on {where} (search/rerank_learned.py). "
+            f"Written by scripts/fit_rerank.py with {PARAMS}; run by search/trees.py."
+        )
+        data = trees.export_lightgbm(fit(qs), rerank_learned.FEATURES, doc)
+        out = OUT.with_name(rerank_learned.STATEMENT_TREES) if args.statements else OUT
     data["fitted_on"] = sorted({q[0].split("/")[0] for q in qs})
-    out = OUT.with_name(rerank_learned.STATEMENT_TREES) if args.statements else OUT
     out.write_text(json.dumps(data, separators=(",", ":")) + "\n", encoding="utf-8")
     print(f"wrote {out}")
 
