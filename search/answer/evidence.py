@@ -86,6 +86,7 @@ def features(q: QuestionInfo, sents: list[Sent]) -> list[dict[str, float]]:
         pos = positions.setdefault(a.id, {start: i for i, (start, _) in enumerate(a.sentences)})
         if s.start in pos:
             at[(a.id, pos[s.start])] = s
+    asks = q.asks
     rows = []
     for s in sents:
         a = s.article
@@ -137,9 +138,7 @@ def features(q: QuestionInfo, sents: list[Sent]) -> list[dict[str, float]]:
                 "next_dense": nxt.dense if nxt is not None else 0.0,
                 "novel": len(own - qwords) / len(own) if own else 0.0,
                 "speech": 1.0 if s.text[:1] in QUOTES else 0.0,
-                "untyped": 1.0 if q.atype == "sentence" else 0.0,
-                "asks_person": 1.0 if q.atype == "person" else 0.0,
-                "asks_single": 1.0 if q.single else 0.0,
+                **asks,
             }
         )
     return rows

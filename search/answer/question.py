@@ -54,6 +54,16 @@ class QuestionInfo:
         return label_fit(self.atype, label, text, after)
 
     @property
+    def asks(self) -> dict[str, float]:
+        """What kind of answer it asks for, as model features (.evidence, .ranker): none typed
+        (why, how), a person, or one true value (:attr:`single`)."""
+        return {
+            "untyped": 1.0 if self.atype == "sentence" else 0.0,
+            "asks_person": 1.0 if self.atype == "person" else 0.0,
+            "asks_single": 1.0 if self.single else 0.0,
+        }
+
+    @property
     def single(self) -> bool:
         """One true value (a minute, a date, a score): different values are conflicts."""
         return self.atype in table()["single"]
