@@ -46,6 +46,7 @@ from scipy.optimize import minimize
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from search import rerank_learned  # noqa: E402
 from search import trees as trees_mod  # noqa: E402
 from search.answer import (  # noqa: E402
     decide,  # noqa: E402
@@ -61,6 +62,18 @@ OBJECTIVE = "choice"  # or "pointwise": --objective
 HERE = Path(__file__).resolve().parent.parent / "search" / "answer"
 # id, value rows, value right, answerable, sentence rows, sentence states an answer
 Question = tuple[str, list[dict[str, float]], list[bool], bool, list[dict[str, float]], list[bool]]
+# --heads: the head trees' file name and, per question id, trees fitted without it
+HEADS: tuple[str, dict[str, Any]] | None = None
+
+
+def read_heads(folder: Path) -> tuple[str, dict[str, Any]]:
+    """The out-of-fold head trees scripts/fit_rerank.py --folds wrote: the file they stand
+    in for, and each question's trees (fitted on the folds it is not in)."""
+    spec = json.loads((folder / "folds.json").read_text(encoding="utf-8"))
+    models = {}
+    for f in sorted(set(spec["folds"].values())):
+        models[f] = trees_mod.Trees(json.loads((folder / f"fold{f}.json").read_text(encoding="utf-8")))
+    return spec["file"], {qid: models[f] for qid, f in spec["folds"].items()}
 
 
 def collect(pairs: list[str], picks: Any = None) -> list[Question]:
@@ -69,6 +82,7 @@ def collect(pairs: list[str], picks: Any = None) -> list[Question]:
     model that never saw the question (:func:`stacked`)."""
     out: list[Question] = []
     shipped = evidence.load
+    shipped_head = rerank_learned.load
     for pair in pairs:
         index, path = pair.split(":", 1)
         with Engine.open(index) as e:
@@ -79,7 +93,13 @@ def collect(pairs: list[str], picks: Any = None) -> list[Question]:
                     evidence.load = lambda package, name, m=model: (
                         m if name == evidence.PICK_RANK else shipped(package, name)
                     )
+                if HEADS is not None and qid in HEADS[1]:
+                    # the head ordered by trees that never saw the question, as a new one's is
+                    rerank_learned.load = lambda package, name, m=HEADS[1][qid]: (  # type: ignore[misc]
+                        m if name == HEADS[0] else shipped_head(package, name)
+                    )
                 hits, vec = e._search(q.question, ANSWER_DEPTH, "hybrid", None)
+                rerank_learned.load = shipped_head
                 d = decide(q.question, hits, e, vec)
                 gold = [normalise(a) for a in q.answers]
                 right = [any(g in normalise(cl.text) for g in gold) for cl in d.clusters]
@@ -474,9 +494,16 @@ def main() -> None:
         default=1,
         help="also report the out-of-fold figures over N assignments of questions to folds (mean, range)",
     )
+    ap.add_argument(
+        "--heads",
+        type=Path,
+        help="record each question's search head with out-of-fold trees (a folder fit_rerank.py --folds wrote)",
+    )
     args = ap.parse_args()
-    global OBJECTIVE
+    global OBJECTIVE, HEADS
     OBJECTIVE = args.objective
+    if args.heads is not None:
+        HEADS = read_heads(args.heads)
     qs = collect(args.pairs)
     if not args.keep_evidence:
         fit_evidence(qs, args)

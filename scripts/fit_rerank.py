@@ -4,8 +4,9 @@
     python scripts/fit_rerank.py --statements --beir BEIR_FOLDER:INDEX [--dry-run]
 
 The first form fits the classifier trees for questions (``rerank_trees.json``) on questions
-with evidence strings; ``--lambdarank`` fits LambdaRank trees instead (measured, not shipped:
-search/rerank_learned.py says why). The second fits the trees for statements (``rerank_trees_statements.json``:
+with evidence strings; with ``--football`` it fits the LambdaRank trees for questions on a
+football corpus instead (``rerank_trees_football.json``: search/rerank_learned.py says why
+two). ``--folds DIR`` also writes each fold's trees, for scripts/fit_answer.py --heads. The second fits the trees for statements (``rerank_trees_statements.json``:
 claims, headlines, keywords; search/rerank_learned.py says why two) on a BEIR folder's
 *train* qrels, through the index ``scripts/beir.py`` built for it
 (``/tmp/beir-<name>/index``): a passage is relevant when its document is.
@@ -22,9 +23,9 @@ its passage holds one of the question's evidence strings. Then:
    first passage is relevant under the hand-set order and under the trees;
 2. the trees on every question, written with search/trees.py's export.
 
-The statements' trees are LightGBM's LambdaRank (``LGBMRanker``): they learn to put a
+The statements' and the football questions' trees are LightGBM's LambdaRank (``LGBMRanker``): they learn to put a
 relevant passage above the query's other candidates, which is what ordering a head needs; a
-query with no relevant candidate, which teaches no order, is left out. The questions' trees
+query with no relevant candidate, which teaches no order, is left out. The other questions' trees
 are scikit-learn's HistGradientBoostingClassifier, each question weighing the same. The query path
 runs them from the JSON with numpy (search/trees.py's ``export_lightgbm``).
 """
@@ -180,6 +181,42 @@ def first_right(qs: list[Rows], model: Any = None) -> int:
     return right
 
 
+def export(model: Any, qs: list[Rows], where: str) -> dict[str, Any]:
+    """The trees as search/trees.py reads them, with what they were fitted on."""
+    if hasattr(model, "predict_proba"):
+        doc = (
+            "Boosted trees (a classifier) over the search head's features: the probability that a "
+            f"passage holds the answer, which orders the head for {where} "
+            f"(search/rerank_learned.py). Written by scripts/fit_rerank.py with "
+            f"{CLASSIFIER}; run by search/trees.py."
+        )
+        data = trees.export(model, rerank_learned.FEATURES, doc)
+    else:
+        doc = (
+            "LambdaRank trees over the search head's features: a score (its logistic shown as the "
+            f"hit's score) that orders the head for {where} (search/rerank_learned.py). "
+            f"Written by scripts/fit_rerank.py with {PARAMS}; run by search/trees.py."
+        )
+        data = trees.export_lightgbm(model, rerank_learned.FEATURES, doc)
+    data["fitted_on"] = sorted({q[0].split("/")[0] for q in qs})
+    return data
+
+
+def write_folds(folder: Path, name: str, models: list[Any], folds: list[np.ndarray], qs: list[Rows]) -> None:
+    """Each fold's trees (fitted on the other folds) and which fold each question is in:
+    scripts/fit_answer.py --heads records a question's head with trees that never saw it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for i, (model, fold) in enumerate(zip(models, folds)):
+        held = set(fold.tolist())
+        data = export(model, [q for j, q in enumerate(qs) if j not in held], f"fold {i}")
+        (folder / f"fold{i}.json").write_text(
+            json.dumps(data, separators=(",", ":")) + "\n", encoding="utf-8"
+        )
+    of = {qs[j][0]: i for i, fold in enumerate(folds) for j in fold.tolist()}
+    (folder / "folds.json").write_text(json.dumps({"file": name, "folds": of}) + "\n", encoding="utf-8")
+    print(f"wrote {len(models)} fold trees for {name} to {folder}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("pairs", nargs="*", help="INDEX:QUESTIONS.jsonl")
@@ -188,49 +225,45 @@ def main() -> None:
         "--statements", action="store_true", help="write the trees for queries that are not questions"
     )
     ap.add_argument(
-        "--lambdarank",
+        "--football",
         action="store_true",
-        help="questions: fit LambdaRank trees instead of the classifier (measured, not shipped)",
+        help="write the LambdaRank trees for questions on a football corpus (rerank_trees_football.json)",
     )
     ap.add_argument("--dry-run", action="store_true", help="report only; write nothing")
     ap.add_argument("--fold-seeds", type=int, default=2)
+    ap.add_argument(
+        "--folds",
+        type=Path,
+        help="also write fold seed 0's out-of-fold trees here (for fit_answer.py --heads)",
+    )
     args = ap.parse_args()
     if not args.pairs and not args.beir:
         ap.error("give INDEX:QUESTIONS.jsonl pairs or --beir BEIR_FOLDER:INDEX")
     qs = collect(args.pairs) + collect_beir(args.beir)
-    fitter = fit if (args.statements or args.lambdarank) else fit_classifier
+    fitter = fit if (args.statements or args.football) else fit_classifier
+    if args.statements:
+        name, where = rerank_learned.STATEMENT_TREES, "queries that are not questions"
+    elif args.football:
+        name, where = rerank_learned.FOOTBALL_TREES, "questions on a football corpus"
+    else:
+        name, where = rerank_learned.TREES, "questions"
     print(f"{len(qs)} questions; a relevant passage in the head for {sum(int(q[2].any()) for q in qs)}")
     print(f"hand-set order: first passage relevant for {first_right(qs)}")
     for seed in range(args.fold_seeds):
         folds = np.array_split(np.random.default_rng(seed).permutation(len(qs)), 5)
         right = 0
+        models = []
         for fold in folds:
             held = set(fold.tolist())
-            model = fitter([q for i, q in enumerate(qs) if i not in held])
-            right += first_right([qs[i] for i in fold], model)
+            models.append(fitter([q for i, q in enumerate(qs) if i not in held]))
+            right += first_right([qs[i] for i in fold], models[-1])
         print(f"trees, out of fold (fold seed {seed}): first passage relevant for {right}")
+        if seed == 0 and args.folds is not None:
+            write_folds(args.folds, name, models, folds, qs)
     if args.dry_run:
         return
-    if fitter is fit_classifier:
-        doc = (
-            "Boosted trees (a classifier) over the search head's features: the probability that a "
-            "passage holds the answer, which orders the head for questions "
-            f"(search/rerank_learned.py). Written by scripts/fit_rerank.py with "
-            f"{CLASSIFIER}; run by search/trees.py."
-        )
-        data = trees.export(fit_classifier(qs), rerank_learned.FEATURES, doc)
-        out = OUT
-    else:
-        where = "queries that are not questions" if args.statements else "questions"
-        doc = (
-            "LambdaRank trees over the search head's features: a score (its logistic shown as the "
-            f"hit's score) that orders the head on {where} (search/rerank_learned.py). "
-            f"Written by scripts/fit_rerank.py with {PARAMS}; run by search/trees.py."
-        )
-        data = trees.export_lightgbm(fit(qs), rerank_learned.FEATURES, doc)
-        out = OUT.with_name(rerank_learned.STATEMENT_TREES) if args.statements else OUT
-    data["fitted_on"] = sorted({q[0].split("/")[0] for q in qs})
-    out.write_text(json.dumps(data, separators=(",", ":")) + "\n", encoding="utf-8")
+    out = OUT.with_name(name)
+    out.write_text(json.dumps(export(fitter(qs), qs, where), separators=(",", ":")) + "\n", encoding="utf-8")
     print(f"wrote {out}")
 
 

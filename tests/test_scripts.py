@@ -109,3 +109,32 @@ def test_fit_answer_folds_follow_the_questions_not_their_order(capsys: pytest.Ca
     fit_answer.spread({seed: qs for seed in range(3)}, args)  # each assignment's rows
     out = capsys.readouterr().out
     assert "over 3 fold assignments, top-1: mean" in out and "coverage: mean" in out
+
+
+def test_fit_answer_heads_are_the_trees_of_the_fold_a_question_is_not_in(tmp_path: Path) -> None:
+    """fit_rerank.py --folds writes each fold's head trees (fitted on the other folds) and
+    fit_answer.py --heads gives each question those of its own fold: an answer model fitted
+    on heads that saw the question would trust the head more than new questions bear out."""
+    pytest.importorskip("lightgbm")
+    import fit_answer
+    import fit_rerank
+
+    from search import rerank_learned
+
+    rng = np.random.default_rng(0)
+    names = rerank_learned.FEATURES.index("names_doc")
+    qs = []
+    for i in range(100):
+        x = rng.random((8, len(rerank_learned.FEATURES)))
+        y = np.zeros(8)
+        y[int(np.argmax(x[:, names]))] = 1.0
+        qs.append((f"set/q{i}", x, y))
+    folds = np.array_split(np.random.default_rng(0).permutation(len(qs)), 5)
+    models = [fit_rerank.fit([q for j, q in enumerate(qs) if j not in set(f.tolist())]) for f in folds]
+    fit_rerank.write_folds(tmp_path, rerank_learned.FOOTBALL_TREES, models, folds, qs)
+    name, heads = fit_answer.read_heads(tmp_path)
+    assert name == rerank_learned.FOOTBALL_TREES and set(heads) == {q[0] for q in qs}
+    for i, fold in enumerate(folds):
+        for j in fold.tolist()[:3]:
+            rows = [dict(zip(rerank_learned.FEATURES, r)) for r in qs[j][1]]
+            assert np.allclose(heads[qs[j][0]].raw(rows), models[i].predict(qs[j][1]), atol=1e-4)
