@@ -15,17 +15,21 @@ trees, the logistic of the LambdaRank score), which is the hit's score, ahead of
 in fused order. Every feature is a property of the question, the passage, its article's
 headline, or the two ranked lists; none names a team, a person or an article.
 
-Two sets of trees ship, and the query's form picks one (:func:`search.text.is_question`):
+Three sets of trees ship. The query's form picks (:func:`search.text.is_question`), and
+for a question the corpus too (:func:`search.vocab.is_football`, a statistic of the index):
 
-- ``rerank_trees.json`` for questions: classifier trees (scikit-learn's
-  ``HistGradientBoostingClassifier``) fitted on the football training questions (a passage
-  is relevant when it holds the answer). Out of fold (5 folds, two assignments) they put a
-  relevant passage first for 1,123 and 1,130 of 1,402. LambdaRank trees on the same
-  questions did better there (1,143 and 1,147; on the 20 retired football sets `search`
-  ranked one first for 795 of 1,008 against 763), but they did not ship: off football
-  they lost (rugby and cricket 0.9094 against 0.9344, behind the convex peer's 0.9312), and
-  `ask`, whose answer models read the head's scores, needed those models refitted, which
-  lost held-out short-answer precision (0.915 to 0.88).
+- ``rerank_trees_football.json`` for questions on a football corpus: LambdaRank trees
+  (LightGBM's ``LGBMRanker``) fitted on the football training questions (a passage is
+  relevant when it holds the answer). Out of fold (5 folds, two assignments) they put a
+  relevant passage first for 1,151 and 1,141 of 1,402, where the classifier trees below
+  did for 1,123 and 1,130; held out (fresh12-17 and dev, 547 answerable questions)
+  ``search`` ranks one first for 419 against 405, and on the 20 retired football sets for
+  792 of 1,008 against 763.
+- ``rerank_trees.json`` for questions on any other corpus: classifier trees
+  (scikit-learn's ``HistGradientBoostingClassifier``) fitted on the same questions. Off
+  football they beat the LambdaRank trees: rugby and cricket (110 questions, nDCG@10 of the
+  cited report) 0.9344 against 0.9094, behind the convex peer's 0.9312. That loss is why
+  the corpus picks: the LambdaRank trees learn football's question forms more closely.
 - ``rerank_trees_statements.json`` for everything else (claims, headlines, keywords):
   LambdaRank trees (LightGBM's ``LGBMRanker``) fitted on SciFact's train claims (a passage
   is relevant when its abstract is). Out of fold, offline on the recorded heads, SciFact
@@ -33,7 +37,7 @@ Two sets of trees ship, and the query's form picks one (:func:`search.text.is_qu
   trees gave 0.7588-0.7606. LambdaRank learns to put a relevant passage above the query's
   other candidates, which is all that ordering a head needs.
 
-Why by form and not by corpus (measured with the classifier trees): each set helps
+Why the form picks before the corpus (measured with the classifier trees): each set helps
 queries like the ones it was fitted on and not the others. Over the rugby and cricket questions (110, a domain neither was fitted
 on; nDCG@10 of the cited report, offline on the same heads) the hand-set sum gives 0.928,
 the question trees 0.935 and the claim trees 0.917; on SciFact train the question trees
@@ -54,6 +58,7 @@ from .text import analyze, is_question
 from .trees import load
 
 TREES = "rerank_trees.json"  # for questions
+FOOTBALL_TREES = "rerank_trees_football.json"  # for questions on a football corpus
 STATEMENT_TREES = "rerank_trees_statements.json"  # for everything else
 MISSING_RANK = 100  # the rank of a passage a retriever's list does not hold
 # The trees order the first DEPTH candidates of the fused list (the reranker's own head is
@@ -219,10 +224,13 @@ def head_order(
     lex: Sequence[tuple[str, float]],
     den: Sequence[tuple[str, float]],
     view: Any,
+    football: bool = False,
 ) -> Learned | None:
     """What :func:`search.rerank.rerank` calls to score the head with the trees for the
-    question's form, or None when none ship."""
-    trees = load("search.data", TREES if is_question(question) else STATEMENT_TREES)
+    question's form (and, for a question, whether the corpus is football:
+    :func:`search.vocab.is_football`), or None when none ship."""
+    name = (FOOTBALL_TREES if football else TREES) if is_question(question) else STATEMENT_TREES
+    trees = load("search.data", name)
     if trees is None:
         return None
 

@@ -221,7 +221,7 @@ class Retrieves:
             if self.rerank:
                 # The head's trees (search/rerank_learned.py) order a shorter head than the
                 # hand-set sum does; the sum runs only where no trees ship.
-                learned = head_order(q, terms, lex, den, view)
+                learned = head_order(q, terms, lex, den, view, football)
                 depth = LEARNED_DEPTH if learned is not None else RERANK_DEPTH
                 head = rerank(
                     q,

@@ -33,7 +33,9 @@ class _View:
         return _Doc(self.titles[doc_id]) if doc_id in self.titles else None
 
 
-@pytest.mark.parametrize("name", [rerank_learned.TREES, rerank_learned.STATEMENT_TREES])
+@pytest.mark.parametrize(
+    "name", [rerank_learned.TREES, rerank_learned.FOOTBALL_TREES, rerank_learned.STATEMENT_TREES]
+)
 def test_the_shipped_trees_read_the_head_features_and_were_fitted_on_training_sets_only(name: str) -> None:
     trees = load("search.data", name)
     assert trees is not None and trees.features == rerank_learned.FEATURES
@@ -92,9 +94,11 @@ class _Reverse:
 
 
 @pytest.mark.parametrize("football", [True, False])
-def test_the_query_s_form_picks_the_trees_on_any_corpus(
+def test_the_query_s_form_and_the_corpus_pick_the_trees(
     seed_engine: Any, monkeypatch: pytest.MonkeyPatch, football: bool
 ) -> None:
+    """A question reads the football trees on a football corpus and the general question
+    trees elsewhere; anything else reads the statements' trees on any corpus."""
     monkeypatch.setattr(seed_engine, "football", football)
     asked: list[str] = []
 
@@ -108,13 +112,16 @@ def test_the_query_s_form_picks_the_trees_on_any_corpus(
         monkeypatch.setattr(rerank_learned, "load", load)
         return [h.passage.id for h in seed_engine.search(q, k=5, collapse=False)]
 
-    for q, mine, other in [
-        ("who scored England's goal", rerank_learned.TREES, rerank_learned.STATEMENT_TREES),
-        ("England's goal scorer", rerank_learned.STATEMENT_TREES, rerank_learned.TREES),
+    question = rerank_learned.FOOTBALL_TREES if football else rerank_learned.TREES
+    files = {rerank_learned.TREES, rerank_learned.FOOTBALL_TREES, rerank_learned.STATEMENT_TREES}
+    for q, mine in [
+        ("who scored England's goal", question),
+        ("England's goal scorer", rerank_learned.STATEMENT_TREES),
     ]:
         hand = top(q, None)
         assert top(q, mine) != hand  # its own trees order the head
-        assert top(q, other) == hand  # the other form's trees are never read for it
+        for other in files - {mine}:
+            assert top(q, other) == hand  # the others are never read for it
         assert asked[-1] == mine
 
 
