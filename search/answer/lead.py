@@ -12,7 +12,7 @@ Measured as hit@1 of `ask` on the question sets one may tune on (dev,
 and 137 over the seeds 0.752 -> 0.774, moving the cited passage from within the top
 :data:`LEAD_WITHIN` only. From any depth: 0.839 and 0.766; from the same article only,
 0.823 and 0.752 (the seed reports are one or two passages each). Checked once on the
-fresh7 sets (measured at milestones before, never fitted on): BBC 0.759 -> 0.793 (+2 of
+fresh7 sets (now ``train/r7_*``) (measured at milestones before, never fitted on): BBC 0.759 -> 0.793 (+2 of
 58 questions), seeds 0.621 -> 0.586 (-1 of 29). Search without an answer keeps the
 retriever's order.
 
