@@ -153,5 +153,10 @@ class _Pinned:
         check_id(doc_id)
         return found(self._view.doc(doc_id), doc_id)
 
+    @property
+    def corpus_football(self) -> bool:
+        """Whether the football rules apply to this generation (the answer's threshold)."""
+        return bool(self._engine._is_football(self._view))
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._engine, name)

@@ -3,8 +3,10 @@ and the confidence's, stored as data and run with numpy."""
 
 from __future__ import annotations
 
+import importlib
 import json
 from importlib import resources
+from typing import Any
 
 import numpy as np
 import pytest
@@ -125,3 +127,22 @@ def test_the_rank_trees_replace_the_pick_the_choice_model_would_make(monkeypatch
     evidence.weigh(q, both)
     assert both[1].pick > both[0].pick
     assert sum(s.pick for s in both) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("football", [True, False])
+def test_a_corpus_that_is_not_football_needs_its_own_fitted_confidence(
+    seed_engine: Any, monkeypatch: pytest.MonkeyPatch, football: bool
+) -> None:
+    """The answer models learned football's reports; on other sports the same confidence is
+    right less often, so there a short answer needs ``threshold_other`` (fitted on other
+    sports' questions by scripts/fit_threshold.py), and on football the football one."""
+    conf_mod = importlib.import_module(
+        "search.answer.confidence"
+    )  # the package exports a function of that name
+    p = conf_mod.params()
+    assert p["threshold_other"] > p["threshold"] and p["other_fitted_on"]
+    assert not any("fresh" in n for n in p["other_fitted_on"])  # the blind other sports measure
+    monkeypatch.setattr(seed_engine, "football", football)
+    a = seed_engine.ask("who scored the winner").answer
+    assert a is not None and a.needed == round(conf_mod.threshold(football), 4)
+    assert a.needed == round(p["threshold"] if football else p["threshold_other"], 4)

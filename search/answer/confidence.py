@@ -64,5 +64,10 @@ def confidence(f: dict[str, float]) -> float:
     return float(trees.proba([f])[0])
 
 
-def threshold() -> float:
-    return float(params()["threshold"])
+def threshold(football: bool = True) -> float:
+    """The confidence a short answer needs: fitted on football questions, and for a corpus
+    that is not football (:func:`search.vocab.is_football`) on other sports'
+    (``threshold_other``, ``scripts/fit_threshold.py``), where the same confidence is right
+    less often."""
+    p = params()
+    return float(p["threshold"] if football else p.get("threshold_other", p["threshold"]))
