@@ -24,6 +24,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from fit_answer import _threshold  # noqa: E402
 
 from search.answer import decide  # noqa: E402
 from search.answer.confidence import confidence  # noqa: E402
@@ -55,17 +58,6 @@ def collect(pairs: list[str]) -> tuple[np.ndarray, np.ndarray]:
     return np.array(conf), np.array(right)
 
 
-def lowest(c: np.ndarray, y: np.ndarray, precision: float, min_shown: int) -> float:
-    """The lowest confidence at which the short answers given keep ``precision``."""
-    order = np.argsort(-c, kind="stable")
-    threshold, right = 1.0, 0
-    for i, j in enumerate(order, 1):
-        right += int(y[j])
-        if right / i >= precision and i >= min_shown:
-            threshold = float(c[j])
-    return threshold
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("pairs", nargs="+", help="INDEX:QUESTIONS.jsonl (other sports)")
@@ -77,8 +69,8 @@ def main() -> None:
     c, y = collect(args.pairs)
     rng = np.random.default_rng(0)
     draws = [rng.integers(0, len(c), len(c)) for _ in range(args.boot)]
-    found = [lowest(c[i], y[i], args.precision, args.min_shown) for i in draws]
-    threshold = float(np.median(found)) if found else lowest(c, y, args.precision, args.min_shown)
+    found = [_threshold(c[i], y[i], args) for i in draws]  # fit_answer.py's rule
+    threshold = float(np.median(found)) if found else _threshold(c, y, args)
     shown = c >= threshold
     print(
         f"{len(c)} questions with a value; threshold {threshold:.4f}: {int(shown.sum())} short answers, "

@@ -138,3 +138,14 @@ def test_fit_answer_heads_are_the_trees_of_the_fold_a_question_is_not_in(tmp_pat
         for j in fold.tolist()[:3]:
             rows = [dict(zip(rerank_learned.FEATURES, r)) for r in qs[j][1]]
             assert np.allclose(heads[qs[j][0]].raw(rows), models[i].predict(qs[j][1]), atol=1e-4)
+
+
+def test_fit_threshold_refuses_a_football_corpus(seed_engine: Any, tmp_path: Path) -> None:
+    """threshold_other is the confidence a short answer needs off football: fitted on a
+    football corpus it would say nothing about other sports, so the script stops."""
+    import fit_threshold
+
+    qs = tmp_path / "q.jsonl"
+    qs.write_text('{"id": "a", "question": "who scored the winner", "answers": ["Martinez"]}\n')
+    with pytest.raises(SystemExit, match="football corpus"):
+        fit_threshold.collect([f"{seed_engine.path}:{qs}"])
