@@ -29,6 +29,10 @@ For each question the answer stages run as `search ask` runs them. Then:
    question (pick_rank.json).
    LightGBM and scikit-learn fit the trees; the query path runs them from the JSON with
    numpy (search/trees.py).
+
+Refit the head first (scripts/fit_rerank.py --football --folds DIR) and pass --heads DIR, so
+each question's head comes from trees that never saw it. This rewrites confidence.json
+without ``threshold_other``: run scripts/fit_threshold.py after it, on other sports' questions.
 """
 
 from __future__ import annotations
