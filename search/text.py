@@ -21,6 +21,7 @@ import re
 import unicodedata
 from bisect import bisect_left
 from functools import lru_cache
+from importlib import resources
 from itertools import accumulate, compress, filterfalse
 from operator import not_
 
@@ -39,18 +40,23 @@ QUESTION_WORDS = frozenset(
     "i you we our us your like".split()
 )
 
-# The words a question opens with. A query that opens with one, or ends with "?", is asked
-# as a question; anything else (a claim, a headline, keywords) is a statement.
+# The words a question opens with (``data/question_openers.txt``). A query that opens with
+# one, or ends with "?", is asked as a question; anything else (a claim, a headline,
+# keywords) is a statement. A contraction counts as its word: "what's", "who'd".
 QUESTION_OPENERS = frozenset(
-    "who whom whose what which when where why how did does do was were is are am has have had "
-    "can could would should shall may might must tell".split()
+    x.strip()
+    for x in resources.files("search.data").joinpath("question_openers.txt").read_text(encoding="utf-8").splitlines()
+    if x.strip() and not x.startswith("#")
 )
+_CONTRACTION = re.compile(r"['\u2019](?:s|re|d|ll|ve)$")
 
 
 def is_question(text: str) -> bool:
     """Whether ``text`` is asked as a question: it ends with "?" or opens with a question word."""
     words = text.split()
-    return text.rstrip().endswith("?") or bool(words and words[0].lower().strip(",.:;") in QUESTION_OPENERS)
+    if text.rstrip().endswith("?"):
+        return True
+    return bool(words) and _CONTRACTION.sub("", words[0].lower().strip(",.:;")) in QUESTION_OPENERS
 
 
 # Words of a sentence, or a question, about what is still to come: match reports end with
