@@ -45,7 +45,10 @@ QUESTION_WORDS = frozenset(
 # keywords) is a statement. A contraction counts as its word: "what's", "who'd".
 QUESTION_OPENERS = frozenset(
     x.strip()
-    for x in resources.files("search.data").joinpath("question_openers.txt").read_text(encoding="utf-8").splitlines()
+    for x in resources.files("search.data")
+    .joinpath("question_openers.txt")
+    .read_text(encoding="utf-8")
+    .splitlines()
     if x.strip() and not x.startswith("#")
 )
 _CONTRACTION = re.compile(r"['\u2019](?:s|re|d|ll|ve)$")
