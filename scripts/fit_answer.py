@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import pickle
 import sys
 import zlib
 from pathlib import Path
@@ -499,6 +500,12 @@ def main() -> None:
         help="also report the out-of-fold figures over N assignments of questions to folds (mean, range)",
     )
     ap.add_argument(
+        "--cache",
+        type=Path,
+        help="keep every question's rows in this file, and read them from it when it exists: "
+        "for --dry-run trials of the ranker and the confidence (stale once the stages change)",
+    )
+    ap.add_argument(
         "--heads",
         type=Path,
         help="record each question's search head with out-of-fold trees (a folder fit_rerank.py --folds wrote)",
@@ -508,13 +515,23 @@ def main() -> None:
     OBJECTIVE = args.objective
     if args.heads is not None:
         HEADS = read_heads(args.heads)
-    qs = collect(args.pairs)
+    if args.cache is not None and args.cache.exists():
+        with args.cache.open("rb") as fh:
+            qs, by_seed, texts = pickle.load(fh)
+        TEXTS.update(texts)
+        print(f"rows read from {args.cache}: {len(qs)} questions", file=sys.stderr)
+    else:
+        qs = collect(args.pairs)
     if not args.keep_evidence:
         fit_evidence(qs, args)
     if not args.keep_pick:
         fit_pick(qs, args)
-    # The values the new sentence weights give, each question's quote picked out of fold.
-    by_seed = {seed: stacked(args.pairs, qs, args, seed) for seed in range(args.fold_seeds)}
+    if args.cache is None or not args.cache.exists():
+        # The values the new sentence weights give, each question's quote picked out of fold.
+        by_seed = {seed: stacked(args.pairs, qs, args, seed) for seed in range(args.fold_seeds)}
+        if args.cache is not None:
+            with args.cache.open("wb") as fh:
+                pickle.dump((qs, by_seed, TEXTS), fh)
     qs = by_seed[0]
     # 2. out-of-fold rankings
     answerable = [q for q in qs if q[3]]
