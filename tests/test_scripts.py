@@ -149,3 +149,33 @@ def test_fit_threshold_refuses_a_football_corpus(seed_engine: Any, tmp_path: Pat
     qs.write_text('{"id": "a", "question": "who scored the winner", "answers": ["Martinez"]}\n')
     with pytest.raises(SystemExit, match="football corpus"):
         fit_threshold.collect([f"{seed_engine.path}:{qs}"])
+
+
+def test_fit_answer_by_article_keeps_one_article_or_one_small_corpus_in_one_fold(
+    seed_engine: Any, tmp_path: Path
+) -> None:
+    """Out of fold by question, a fact asked in two sets is fitted on through one while the
+    other is judged; --by-article puts every question about one article in one fold, and every
+    question on a corpus of a few articles (one story told by several outlets) in one."""
+    import json
+
+    import fit_answer
+
+    qs = tmp_path / "q.jsonl"
+    rows = [
+        {"id": f"q{i}", "question": "who scored", "answers": ["Martinez"], "doc": [f"{i % 3}.txt"]}
+        for i in range(30)
+    ] + [{"id": "none", "question": "who refereed", "answers": []}]
+    qs.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    groups = fit_answer.article_groups([f"{seed_engine.path}:{qs}"])
+    assert len(set(groups.values())) == 1  # the seeds: five outlets on one match
+    try:
+        fit_answer.SMALL_CORPUS = 0
+        groups = fit_answer.article_groups([f"{seed_engine.path}:{qs}"])
+        fit_answer.GROUPS.update(groups)
+        f = dict(zip(groups, fit_answer.folds(list(groups), 5)))
+    finally:
+        fit_answer.SMALL_CORPUS = 20
+        fit_answer.GROUPS.clear()
+    assert len(set(groups.values())) == 4 and groups["q/none"] == "q/none"
+    assert all(f[f"q/q{i}"] == f[f"q/q{i % 3}"] for i in range(30))
