@@ -202,6 +202,18 @@ def export(model: Any, qs: list[Rows], where: str) -> dict[str, Any]:
     return data
 
 
+def split(qs: list[Rows], groups: dict[str, str], seed: int) -> list[np.ndarray]:
+    """Five folds of question indexes, at random by ``seed``: whole groups (``--by-article``:
+    the questions about one article) when ``groups`` names them, else single questions."""
+    if not groups:  # by question: the folds of earlier fits, unchanged
+        return np.array_split(np.random.default_rng(seed).permutation(len(qs)), 5)
+    keys = [groups.get(q[0], q[0]) for q in qs]
+    order = sorted(set(keys))
+    parts = np.array_split(np.random.default_rng(seed).permutation(len(order)), 5)
+    at = {order[j]: i for i, part in enumerate(parts) for j in part.tolist()}
+    return [np.array([j for j, k in enumerate(keys) if at[k] == i], dtype=int) for i in range(5)]
+
+
 def write_folds(folder: Path, name: str, models: list[Any], folds: list[np.ndarray], qs: list[Rows]) -> None:
     """Each fold's trees (fitted on the other folds) and which fold each question is in:
     scripts/fit_answer.py --heads records a question's head with trees that never saw it."""
@@ -232,6 +244,11 @@ def main() -> None:
     ap.add_argument("--dry-run", action="store_true", help="report only; write nothing")
     ap.add_argument("--fold-seeds", type=int, default=2)
     ap.add_argument(
+        "--by-article",
+        action="store_true",
+        help="folds by the article that answers a question (fit_answer.py's article_groups), not by question",
+    )
+    ap.add_argument(
         "--folds",
         type=Path,
         help="also write fold seed 0's out-of-fold trees here (for fit_answer.py --heads)",
@@ -249,8 +266,13 @@ def main() -> None:
         name, where = rerank_learned.TREES, "questions"
     print(f"{len(qs)} questions; a relevant passage in the head for {sum(int(q[2].any()) for q in qs)}")
     print(f"hand-set order: first passage relevant for {first_right(qs)}")
+    groups: dict[str, str] = {}
+    if args.by_article:
+        from fit_answer import article_groups
+
+        groups = article_groups(args.pairs)
     for seed in range(args.fold_seeds):
-        folds = np.array_split(np.random.default_rng(seed).permutation(len(qs)), 5)
+        folds = split(qs, groups, seed)
         right = 0
         models = []
         for fold in folds:

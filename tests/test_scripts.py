@@ -179,3 +179,11 @@ def test_fit_answer_by_article_keeps_one_article_or_one_small_corpus_in_one_fold
         fit_answer.GROUPS.clear()
     assert len(set(groups.values())) == 4 and groups["q/none"] == "q/none"
     assert all(f[f"q/q{i}"] == f[f"q/q{i % 3}"] for i in range(30))
+
+    import fit_rerank  # the head's trees: the same folds by article for fit_answer.py --heads
+
+    rows = [(qid, np.zeros((2, 2)), np.zeros(2)) for qid in groups]
+    folds = fit_rerank.split(rows, groups, seed=0)
+    at = {rows[j][0]: i for i, fold in enumerate(folds) for j in fold.tolist()}
+    assert len(at) == len(rows) and all(at[f"q/q{i}"] == at[f"q/q{i % 3}"] for i in range(30))
+    assert sorted(len(x) for x in fit_rerank.split(rows, {}, seed=0)) == [6, 6, 6, 6, 7]
