@@ -12,8 +12,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
 from typing import Any
+
+from .data import lines
 
 #: Document fields counted as facets (``category`` is an extra JSONL field, e.g. BBC Sport's).
 FACET_FIELDS = ("source", "category", "month")
@@ -44,8 +45,7 @@ def facet_name(text: str) -> str:
 @lru_cache(maxsize=1)
 def not_teams() -> frozenset[str]:
     """Outlets, governing bodies and competitions (``data/not_teams.txt``), lower-cased."""
-    raw = resources.files("search.data").joinpath("not_teams.txt").read_text(encoding="utf-8")
-    return frozenset(x.strip().lower() for x in raw.splitlines() if x.strip() and not x.startswith("#"))
+    return frozenset(x.lower() for x in lines("not_teams.txt"))
 
 
 def entity_group(label: str, text: str, countries: frozenset[str]) -> str | None:

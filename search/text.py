@@ -21,11 +21,12 @@ import re
 import unicodedata
 from bisect import bisect_left
 from functools import lru_cache
-from importlib import resources
 from itertools import accumulate, compress, filterfalse
 from operator import not_
 
 from whoosh.lang.porter import stem as _porter
+
+from .data import lines
 
 # Lucene's EnglishAnalyzer default stop set (what Pyserini's BM25 uses).
 STOP_WORDS = frozenset(
@@ -43,14 +44,7 @@ QUESTION_WORDS = frozenset(
 # The words a question opens with (``data/question_openers.txt``). A query that opens with
 # one, or ends with "?", is asked as a question; anything else (a claim, a headline,
 # keywords) is a statement. A contraction counts as its word: "what's", "who'd".
-QUESTION_OPENERS = frozenset(
-    x.strip()
-    for x in resources.files("search.data")
-    .joinpath("question_openers.txt")
-    .read_text(encoding="utf-8")
-    .splitlines()
-    if x.strip() and not x.startswith("#")
-)
+QUESTION_OPENERS = frozenset(lines("question_openers.txt"))
 _CONTRACTION = re.compile(r"['\u2019](?:s|re|d|ll|ve)$")
 
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
-from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..data import lines
 from ..facets import ENTITY_SAMPLE, FACET_FIELDS, Facets
 from ..filters import Filters
 from ..impacts import kth_largest
@@ -242,8 +242,5 @@ _COUNTRIES: frozenset[str] | None = None
 def _countries() -> frozenset[str]:
     global _COUNTRIES
     if _COUNTRIES is None:
-        text = resources.files("search.data").joinpath("countries.txt").read_text(encoding="utf-8")
-        _COUNTRIES = frozenset(
-            line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")
-        )
+        _COUNTRIES = frozenset(lines("countries.txt"))
     return _COUNTRIES
