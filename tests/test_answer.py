@@ -164,6 +164,10 @@ def test_question_focus_and_tense() -> None:
     assert q.tense == "future"
     assert "spain" in q.words and "Spain" in q.names and "Argentina" in q.names
     assert analyse("who scored the winner").tense == "past"
+    # "being played" is the present progressive of a fixture still to come, not the past:
+    # as past, the sentences that name the final's venue were marked down as previews.
+    assert analyse("Where is the World Cup final being played?").tense == "present"
+    assert analyse("Where was the World Cup final played?").tense == "past"
 
 
 # -- stage 2: candidate sentences must state the focus ----------------------------------------
@@ -781,7 +785,7 @@ def test_partial_support_is_not_worded_as_dissent() -> None:
 
 
 def test_the_passage_stating_the_answer_leads_and_citations_follow_it() -> None:
-    """`ask` moves the answer's passage to the front from the top LEAD_WITHIN only, and
+    """`ask` moves a short answer's passage to the front from the top LEAD_WITHIN only, and
     every citation number (answer and conflict sentences) is renumbered with it."""
     from search.answer.lead import LEAD_WITHIN, lead
     from search.types import Conflict, Sentence
@@ -814,6 +818,12 @@ def test_the_passage_stating_the_answer_leads_and_citations_follow_it() -> None:
         out = lead(hits, block)
         assert [h.passage.doc_id for h in out] == [f"d{r}" for r in range(1, n + 1)]
         assert block.sentences[0].passage_rank == cited
+
+    hits, block = setup(3)  # no short answer: the quoted sentence alone moves nothing
+    block.text = None
+    out = lead(hits, block)
+    assert [h.passage.doc_id for h in out] == [f"d{r}" for r in range(1, n + 1)]
+    assert block.sentences[0].passage_rank == 3
 
 
 def test_a_nickname_is_never_the_answer() -> None:
