@@ -55,7 +55,7 @@ from typing import Any
 
 from .fusion import doc_of
 from .rerank import Evidence, Learned, sentence_terms
-from .text import analyze, is_question
+from .text import analyze, is_question, is_search_box
 from .trees import load
 
 TREES = "rerank_trees.json"  # for questions
@@ -230,7 +230,8 @@ def head_order(
     """What :func:`search.rerank.rerank` calls to score the head with the trees for the
     question's form (and, for a question, whether the corpus is football:
     :func:`search.vocab.is_football`), or None when none ship."""
-    name = (FOOTBALL_TREES if football else TREES) if is_question(question) else STATEMENT_TREES
+    asks = is_question(question) or (football and is_search_box(question))
+    name = (FOOTBALL_TREES if football else TREES) if asks else STATEMENT_TREES
     trees = load("search.data", name)
     if trees is None:
         return None

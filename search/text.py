@@ -56,6 +56,15 @@ def is_question(text: str) -> bool:
     return bool(words) and _CONTRACTION.sub("", words[0].lower().strip(",.:;")) in QUESTION_OPENERS
 
 
+def is_search_box(text: str) -> bool:
+    """Whether ``text`` is typed the way people type into a search box: no capital letter and
+    no closing full stop ("rooney goals v everton", "final venue"). Claims and headlines are
+    written in sentence or title case. On a football corpus such a query asks for a fact, so
+    its head is ordered as a question's (:func:`search.rerank_learned.head_order`)."""
+    t = text.strip()
+    return bool(t) and not t.endswith(".") and t == t.lower() and any(c.isalpha() for c in t)
+
+
 # Words of a sentence, or a question, about what is still to come: match reports end with
 # the next fixture ("will face Spain", "scheduled for Sunday", "heads to Miami"), whose
 # place and date are the wrong answers about the match reported, and the right ones

@@ -170,6 +170,23 @@ def test_question_focus_and_tense() -> None:
     assert analyse("Where was the World Cup final played?").tense == "past"
 
 
+@pytest.mark.parametrize(
+    ("query", "atype"),
+    [
+        ("gordon goal minute", "minute"),
+        ("argentina winner scorer", "person"),
+        ("final venue", "place"),
+        ("spain semi final score", "score"),
+        ("man utd next opponent", "team"),
+        ("mourinho sent off reason", "reason"),
+        ("tuchel reaction", "sentence"),  # nothing names the kind: a sentence answers
+        ("Did Messi score in the semi-final?", "sentence"),  # a question's verb, not the noun
+    ],
+)
+def test_a_search_box_query_gets_its_type_from_the_word_that_names_the_fact(query: str, atype: str) -> None:
+    assert analyse(query).atype == atype
+
+
 # -- stage 2: candidate sentences must state the focus ----------------------------------------
 def test_candidates_need_the_focus() -> None:
     arts = [

@@ -159,3 +159,20 @@ def test_a_query_is_a_question_when_it_opens_with_a_question_word_or_ends_with_a
     text: str, asked: bool
 ) -> None:
     assert tx.is_question(text) is asked
+
+
+@pytest.mark.parametrize(
+    ("text", "typed"),
+    [
+        ("rooney goals v everton", True),
+        ("final venue", True),
+        ("chelsea 3-0 portsmouth scorers", True),
+        ("Spain win the final", False),  # a headline
+        ("0-dimensional biomaterials lack inductive properties.", False),  # a claim
+        ("the final was won by spain.", False),  # a sentence
+        ("2-1", False),  # no word
+        ("", False),
+    ],
+)
+def test_a_query_typed_into_a_search_box_is_lower_case_with_no_full_stop(text: str, typed: bool) -> None:
+    assert tx.is_search_box(text) is typed
