@@ -7,6 +7,7 @@ so no test here loads spaCy except the end-to-end ones (``seed_engine``).
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 
@@ -902,6 +903,44 @@ def test_a_header_and_a_strike_for_the_same_goal_are_a_conflict() -> None:
     block = ask("How did Fernandez score the equaliser?", arts)
     d = decide("How did Fernandez score the equaliser?", hits_of(arts), FakeEngine(arts))
     assert value_key("finish", d.clusters[0].text) == "header" and d.clusters[0].support == 2
+    assert [value_key("finish", c.text) for c in block.conflicts] == ["shot"]
+    assert block.conflicts[0].sentences[0].doc_id == "c.txt"
+
+
+def test_with_no_short_answer_a_value_two_outlets_state_is_the_reference(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No short answer, and the likeliest value comes from one outlet: the value two outlets
+    state is what the others are checked against, so one report's "strike" against two
+    reports' header is still a conflict (a lone likeliest value settles nothing)."""
+    import search.answer as answer_mod
+
+    arts = [
+        article(
+            f"{n}.txt",
+            text,
+            [("Fernandez", "PERSON"), ("Pickford", "PERSON"), (finish, "FINISH")],
+            source=f"Outlet {n}",
+        )
+        for n, text, finish in [
+            ("a", "Fernandez equalised with a header past Pickford in the 85th minute.", "header"),
+            ("b", "Fernandez headed home the equaliser past Pickford late on.", "headed home"),
+            ("c", "Fernandez equalised with a low strike past Pickford in the 86th minute.", "strike"),
+        ]
+    ]
+    q = "How did Fernandez score the equaliser?"
+    real = answer_mod.decide
+
+    def lone_first(*args: Any, **kw: Any) -> Any:
+        d = real(*args, **kw)
+        d.clusters.sort(key=lambda cl: cl.support)  # the one-outlet value first
+        return d
+
+    monkeypatch.setattr(answer_mod, "decide", lone_first)
+    engine = FakeEngine(arts)
+    engine.min_confidence = 1.01  # type: ignore[attr-defined]  # no short answer
+    block = build_answer(q, hits_of(arts), engine)
+    assert block.text is None
     assert [value_key("finish", c.text) for c in block.conflicts] == ["shot"]
     assert block.conflicts[0].sentences[0].doc_id == "c.txt"
 

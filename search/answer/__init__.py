@@ -165,13 +165,30 @@ def build_answer(question: str, hits: Sequence[Hit], engine: Any, qvec: Any = No
     else:
         block.sentences = [_cite(_quoted(d, best, chosen))]
     # A disagreement needs a reference worth disagreeing with: the short answer, or a value
-    # two outlets state in sentences of the question's tense (not two previews of the final
-    # for "what day was the semi-final played").
-    settled = block.text is not None or sum(c.sent.tense > PAST_AHEAD for c in top.articles.values()) >= 2
-    if d.q.single and settled:
+    # two outlets state in sentences of the question's tense.
+    # With no short answer, the reference is the likeliest value two outlets state: "header"
+    # from one report does not settle how a goal was scored, and "strike" from two does.
+    ref = (
+        top
+        if block.text is not None
+        else next((cl for cl in d.clusters[:CORROBORATE_TOP] if _settled(cl) and not _hedged(cl)), None)
+    )
+    if d.q.single and ref is not None:
         votes = label_votes(d.sents)
-        block.conflicts = _conflicts(d.q, top, d.clusters[1:], same_event(top, d.sents, d.idf), votes)
+        rest = [cl for cl in d.clusters if cl is not ref]
+        block.conflicts = _conflicts(d.q, ref, rest, same_event(ref, d.sents, d.idf), votes)
     return block
+
+
+def _hedged(cl: Cluster) -> bool:
+    """Worded as a bound ("at least one"): no reference to disagree with."""
+    return bool(re.search(table().get("hedge", "$^"), cl.text, re.I))
+
+
+def _settled(cl: Cluster) -> bool:
+    """Two outlets state it in sentences of the question's tense (not two previews of the
+    final for "what day was the semi-final played")."""
+    return sum(c.sent.tense > PAST_AHEAD for c in cl.articles.values()) >= 2
 
 
 def _quoted(d: Decision, best: Sent | None, chosen: list[Any]) -> Sent:
