@@ -880,10 +880,9 @@ def test_finishes_and_pitch_positions_are_tagged() -> None:
     ]
 
 
-def test_a_header_and_a_strike_for_the_same_goal_are_a_conflict() -> None:
-    """ "How did X score": a header and "headed home" agree (the table's value_groups); a
-    strike from another outlet contradicts them, with its citation."""
-    arts = [
+def _equaliser_reports() -> list[Article]:
+    """Two outlets say Fernandez's equaliser was a header, a third a strike."""
+    return [
         article(
             f"{n}.txt",
             text,
@@ -896,6 +895,12 @@ def test_a_header_and_a_strike_for_the_same_goal_are_a_conflict() -> None:
             ("c", "Fernandez equalised with a low strike past Pickford in the 86th minute.", "strike"),
         ]
     ]
+
+
+def test_a_header_and_a_strike_for_the_same_goal_are_a_conflict() -> None:
+    """ "How did X score": a header and "headed home" agree (the table's value_groups); a
+    strike from another outlet contradicts them, with its citation."""
+    arts = _equaliser_reports()
     assert analyse("How did Fernandez score the equaliser?").atype == "finish"
     assert (
         value_key("finish", "headed home") == value_key("finish", "header") != value_key("finish", "strike")
@@ -915,19 +920,7 @@ def test_with_no_short_answer_a_value_two_outlets_state_is_the_reference(
     reports' header is still a conflict (a lone likeliest value settles nothing)."""
     import search.answer as answer_mod
 
-    arts = [
-        article(
-            f"{n}.txt",
-            text,
-            [("Fernandez", "PERSON"), ("Pickford", "PERSON"), (finish, "FINISH")],
-            source=f"Outlet {n}",
-        )
-        for n, text, finish in [
-            ("a", "Fernandez equalised with a header past Pickford in the 85th minute.", "header"),
-            ("b", "Fernandez headed home the equaliser past Pickford late on.", "headed home"),
-            ("c", "Fernandez equalised with a low strike past Pickford in the 86th minute.", "strike"),
-        ]
-    ]
+    arts = _equaliser_reports()
     q = "How did Fernandez score the equaliser?"
     real = answer_mod.decide
 
