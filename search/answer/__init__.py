@@ -164,10 +164,9 @@ def build_answer(question: str, hits: Sequence[Hit], engine: Any, qvec: Any = No
         block.sentences = [_cite(c.sent) for c in chosen[:MAX_SENTENCES]]
     else:
         block.sentences = [_cite(_quoted(d, best, chosen))]
-    # A disagreement needs a reference worth disagreeing with: the short answer, or a value
-    # two outlets state in sentences of the question's tense.
-    # With no short answer, the reference is the likeliest value two outlets state: "header"
-    # from one report does not settle how a goal was scored, and "strike" from two does.
+    # A disagreement needs a reference worth disagreeing with: the short answer, or else the
+    # likeliest value two outlets state in sentences of the question's tense ("header" from one
+    # report does not settle how a goal was scored; "strike" from two does).
     ref = (
         top
         if block.text is not None
@@ -182,7 +181,7 @@ def build_answer(question: str, hits: Sequence[Hit], engine: Any, qvec: Any = No
 
 def _hedged(cl: Cluster) -> bool:
     """Worded as a bound ("at least one"): no reference to disagree with."""
-    return bool(re.search(table().get("hedge", "$^"), cl.text, re.I))
+    return bool(table()["_hedge"].search(cl.text))
 
 
 def _settled(cl: Cluster) -> bool:
@@ -299,7 +298,7 @@ def _level_conflicts(
             if key not in best or c.score > best[key][1].score:
                 best[key] = (cl, c)
     floor = CONFLICT_RATIO * min((c.score for c in ref.articles.values()), default=0.0)
-    hedge = re.compile(table().get("hedge", "$^"), re.I)
+    hedge = table()["_hedge"]
     forms = {_form(c, votes) for c in ref.articles.values()}
     counted = q.atype in table().get("needs_number", []) and any(ch.isdigit() for ch in ref.key)
     groups: dict[str, tuple[Cluster, list[Any]]] = {}

@@ -21,6 +21,7 @@ from ..vocab import expand
 _WORD = re.compile(r"\d+(?:[-–]\d+)+|[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 _POSS = re.compile(r"['’]s?$")
 _SCORE = re.compile(r"^\d{1,2}[-–]\d{1,2}$")
+_ASKS = re.compile(r"\b(?:who|whom|whose|what|which|when|where|why|how)\b")  # a question word
 
 
 @lru_cache(maxsize=1)
@@ -28,6 +29,8 @@ def table() -> dict[str, Any]:
     raw = resources.files("search.answer").joinpath("question_types.json").read_text(encoding="utf-8")
     t = json.loads(raw)
     t["_rules"] = [(re.compile(rx), typ) for rx, typ in t["rules"]]
+    t["_search_box_rules"] = [(re.compile(rx), typ) for rx, typ in t.get("search_box_rules", [])]
+    t["_hedge"] = re.compile(t.get("hedge", "$^"), re.I)
     t["_future"] = re.compile(t["future"])
     t["_past"] = re.compile(t["past"])
     return t
@@ -81,6 +84,11 @@ def answer_type(q: str) -> str:
         else q.lower().replace("’", "'")
     )
     for rx, typ in table()["_rules"]:
+        if rx.search(low):
+            return str(typ)
+    if "?" in low or _ASKS.search(low):
+        return "sentence"
+    for rx, typ in table()["_search_box_rules"]:  # keywords: a word that names the fact
         if rx.search(low):
             return str(typ)
     return "sentence"
