@@ -188,6 +188,30 @@ def test_a_search_box_query_gets_its_type_from_the_word_that_names_the_fact(quer
     assert analyse(query).atype == atype
 
 
+@pytest.mark.parametrize(
+    ("question", "atype"),
+    [
+        ("What was the attendance for the Old Firm derby at Celtic Park?", "number"),
+        ("What was the penalty shoot-out score when Hereford knocked out Doncaster?", "score"),
+        ("wenger new contract until when", "date"),
+    ],
+)
+def test_a_form_no_rule_types_gets_the_learned_fallbacks_type(question: str, atype: str) -> None:
+    from search.answer.question import rule_type
+
+    assert rule_type(question) == "sentence"  # the table has no rule for the form
+    assert analyse(question).atype == atype
+
+
+def test_the_fallback_leaves_a_form_it_is_unsure_of_untyped(monkeypatch: pytest.MonkeyPatch) -> None:
+    from search.answer import qtype
+
+    assert analyse("what happened in the game").atype == "sentence"
+    # without its file, the rules alone type the question
+    monkeypatch.setattr(qtype, "model", lambda: None)
+    assert analyse("What was the attendance for the Old Firm derby at Celtic Park?").atype == "sentence"
+
+
 # -- stage 2: candidate sentences must state the focus ----------------------------------------
 def test_candidates_need_the_focus() -> None:
     arts = [

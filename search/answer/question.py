@@ -2,7 +2,8 @@
 
 Plain data out (:class:`QuestionInfo`), no index access. The rules are a table,
 ``question_types.json``: an ordered list of (regex, answer type), the soft fit of entity
-labels to each type, and the tense markers.
+labels to each type, and the tense markers. A question no rule types gets the type a
+learned fallback gives, when it is sure enough (:mod:`.qtype`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from ..data import lines
 from ..text import QUESTION_WORDS, STOP_WORDS, analyze, term
 from ..vocab import expand
+from . import qtype
 
 _WORD = re.compile(r"\d+(?:[-–]\d+)+|[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 _POSS = re.compile(r"['’]s?$")
@@ -76,8 +78,8 @@ class QuestionInfo:
 _SUBCLAUSE = re.compile(r"\s(?:when|after|before|because|while|since|until|as|so that|despite)\s.*$")
 
 
-def answer_type(q: str) -> str:
-    """The type the main clause asks for: "who was in charge when Santini quit" wants a person."""
+def rule_type(q: str) -> str:
+    """The type the table's rules give, or "sentence" when none matched."""
     low = (
         _SUBCLAUSE.sub("", q.lower().replace("’", "'"), count=1)
         if not q.lower().startswith(("when", "after", "before", "since", "until"))
@@ -86,12 +88,20 @@ def answer_type(q: str) -> str:
     for rx, typ in table()["_rules"]:
         if rx.search(low):
             return str(typ)
-    if "?" in low or _ASKS.search(low):
-        return "sentence"
-    for rx, typ in table()["_search_box_rules"]:  # keywords: a word that names the fact
-        if rx.search(low):
-            return str(typ)
+    if "?" not in low and not _ASKS.search(low):
+        for rx, typ in table()["_search_box_rules"]:  # keywords: a word that names the fact
+            if rx.search(low):
+                return str(typ)
     return "sentence"
+
+
+def answer_type(q: str) -> str:
+    """The type the main clause asks for: "who was in charge when Santini quit" wants a person.
+    A form no rule was written for gets the learned fallback's type, when it is sure enough."""
+    typ = rule_type(q)
+    if typ == "sentence":
+        return qtype.guess(q.lower().replace("’", "'")) or typ
+    return typ
 
 
 def analyse(question: str) -> QuestionInfo:
