@@ -200,7 +200,10 @@ def test_a_form_no_rule_types_gets_the_learned_fallbacks_type(question: str, aty
     from search.answer.question import rule_type
 
     assert rule_type(question) == "sentence"  # the table has no rule for the form
-    assert analyse(question).atype == atype
+    info = analyse(question)
+    assert info.atype == atype
+    assert info.guessed and info.asks["guessed"] == 1.0  # the ranker and confidence know it
+    assert not analyse("Who scored the winner?").guessed
 
 
 def test_the_fallback_leaves_a_form_it_is_unsure_of_untyped(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -49,6 +49,7 @@ class QuestionInfo:
     tense: str  # "future", "past" or "present"
     counted: str = ""  # the noun a "how many" question counts ("goals"), as an index term
     options: frozenset[str] = frozenset()  # the words of the values an "X or Y" question offers
+    guessed: bool = False  # the type is the learned fallback's (.qtype), no rule matched
 
     def fit(self, label: str, text: str = "", after: str = "") -> float:
         """How well an entity answers this question: its label's fit to the type, or a
@@ -67,6 +68,7 @@ class QuestionInfo:
             "untyped": 1.0 if self.atype == "sentence" else 0.0,
             "asks_person": 1.0 if self.atype == "person" else 0.0,
             "asks_single": 1.0 if self.single else 0.0,
+            "guessed": 1.0 if self.guessed else 0.0,
         }
 
     @property
@@ -109,7 +111,8 @@ def analyse(question: str) -> QuestionInfo:
     low = q.lower()
     toks = [(m.group(), m.start()) for m in _WORD.finditer(q)]
     t = table()
-    atype = answer_type(q)
+    ruled = rule_type(q)
+    atype = answer_type(q) if ruled == "sentence" else ruled
     type_words = set(t.get("type_words", {}).get(atype, []))
     words = tuple(
         _POSS.sub("", w.lower())
@@ -135,6 +138,7 @@ def analyse(question: str) -> QuestionInfo:
         tense=tense,
         counted=term(m.group(1)) if m else "",
         options=_options(low),
+        guessed=atype != ruled,
     )
 
 

@@ -53,6 +53,7 @@ FEATURES = (
     "pick_top",  # it is stated in the sentence the quote model would pick
     "asks_person",  # the question asks for a person
     "asks_single",  # it asks for one true value: a minute, a date, a score (.question.single)
+    "guessed",  # the asked type is the learned fallback's guess (.qtype), not a rule's
 )
 RANK = "ranker_rank.json"  # the LambdaRank model of :func:`probabilities`
 
@@ -132,6 +133,7 @@ def features(
                 "pick_top": 1.0 if any(c.sent.pick >= top_pick for c in cl.members) else 0.0,
                 "asks_person": asks["asks_person"],
                 "asks_single": asks["asks_single"],
+                "guessed": asks["guessed"],
             }
         )
     return rows
