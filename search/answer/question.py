@@ -97,13 +97,19 @@ def rule_type(q: str) -> str:
     return "sentence"
 
 
-def answer_type(q: str) -> str:
-    """The type the main clause asks for: "who was in charge when Santini quit" wants a person.
-    A form no rule was written for gets the learned fallback's type, when it is sure enough."""
+def typed(q: str) -> tuple[str, bool]:
+    """The type the main clause asks for ("who was in charge when Santini quit" wants a
+    person), and whether it is the learned fallback's guess: a form no rule was written for
+    gets that type when the fallback is sure enough."""
     typ = rule_type(q)
-    if typ == "sentence":
-        return qtype.guess(q.lower().replace("’", "'")) or typ
-    return typ
+    if typ != "sentence":
+        return typ, False
+    guess = qtype.guess(q.lower().replace("’", "'"))
+    return (guess, True) if guess else (typ, False)
+
+
+def answer_type(q: str) -> str:
+    return typed(q)[0]
 
 
 def analyse(question: str) -> QuestionInfo:
@@ -111,8 +117,7 @@ def analyse(question: str) -> QuestionInfo:
     low = q.lower()
     toks = [(m.group(), m.start()) for m in _WORD.finditer(q)]
     t = table()
-    ruled = rule_type(q)
-    atype = answer_type(q) if ruled == "sentence" else ruled
+    atype, guessed = typed(q)
     type_words = set(t.get("type_words", {}).get(atype, []))
     words = tuple(
         _POSS.sub("", w.lower())
@@ -138,7 +143,7 @@ def analyse(question: str) -> QuestionInfo:
         tense=tense,
         counted=term(m.group(1)) if m else "",
         options=_options(low),
-        guessed=atype != ruled,
+        guessed=guessed,
     )
 
 
