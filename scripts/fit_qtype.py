@@ -63,7 +63,7 @@ def matrix(texts: list[str], vocab: dict[str, int]) -> Any:
     return x.tocsr()
 
 
-def fit(texts: list[str], labels: list[str], c: float, min_df: int):  # type: ignore[no-untyped-def]
+def fit(texts: list[str], labels: list[str], c: float, min_df: int) -> tuple[Any, dict[str, int]]:
     from sklearn.linear_model import LogisticRegression
 
     counts: dict[str, int] = {}
@@ -83,6 +83,7 @@ def main() -> None:
     ap.add_argument("--min-df", type=int, default=3)
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--dry-run", action="store_true")
+    ap.add_argument("--show", type=int, default=40, help="print the N surest guesses taken")
     args = ap.parse_args()
     rows = read(args.questions)
     texts = [r[0].lower() for r in rows]
@@ -115,7 +116,7 @@ def main() -> None:
     print(
         f"probability needed {min_prob:.3f}: {len(taken)} typed, {good} right ({good / max(len(taken), 1):.3f})"
     )
-    for i in sorted(taken, key=lambda i: -prob[i]):
+    for i in sorted(taken, key=lambda i: -prob[i])[: args.show]:
         print(
             f"  {'ok ' if pred[i] == labels[i] else 'BAD'} {prob[i]:.2f} {pred[i]:7s} {labels[i]:7s} {rows[i][0][:90]}"
         )

@@ -22,12 +22,12 @@ from typing import Any
 _TOKEN = re.compile(r"\d+(?:[-–]\d+)+|[a-z]+(?:'[a-z]+)?|\d+")
 
 
-def features(low: str) -> list[str]:
-    """The question's words, its word pairs and its first two words, lower case; numbers
-    are one shape ("#", "#-#")."""
-    words = [
-        "#-#" if "-" in w or "–" in w else "#" if w.isdigit() else w for w in _TOKEN.findall(low.lower())
-    ]
+def features(question: str) -> list[str]:
+    """The question's words, its word pairs and its first two words, lower case with one
+    apostrophe; numbers are one shape ("#", "#-#"). The fit and the query path both read
+    the question through this."""
+    low = question.lower().replace("’", "'")
+    words = ["#-#" if "-" in w or "–" in w else "#" if w.isdigit() else w for w in _TOKEN.findall(low)]
     feats = [f"w:{w}" for w in words]
     feats += [f"b:{a}_{b}" for a, b in zip(words, words[1:])]
     if words:
@@ -45,15 +45,15 @@ def model() -> dict[str, Any] | None:
     return dict(json.loads(raw))
 
 
-def probabilities(low: str) -> dict[str, float]:
-    """Each labelled type's probability for the lower-cased question."""
+def probabilities(question: str) -> dict[str, float]:
+    """Each labelled type's probability for the question."""
     m = model()
     if m is None:
         return {}
     classes: list[str] = m["classes"]
     z = list(m["bias"])
     weights: dict[str, list[float]] = m["weights"]
-    for f in features(low):
+    for f in features(question):
         w = weights.get(f)
         if w is not None:
             z = [a + b for a, b in zip(z, w)]
@@ -63,13 +63,13 @@ def probabilities(low: str) -> dict[str, float]:
     return {c: v / s for c, v in zip(classes, e)}
 
 
-def guess(low: str) -> str | None:
+def guess(question: str) -> str | None:
     """The answer type a question no rule typed asks for, or None when the model is not
     sure enough or its likeliest label names no typed answer ("other", "reason")."""
     m = model()
     if m is None:
         return None
-    p = probabilities(low)
+    p = probabilities(question)
     best = max(p, key=lambda c: p[c])
     typ = m["types"].get(best)
     return str(typ) if typ and p[best] >= float(m["min_prob"]) else None

@@ -104,7 +104,7 @@ def typed(q: str) -> tuple[str, bool]:
     typ = rule_type(q)
     if typ != "sentence":
         return typ, False
-    guess = qtype.guess(q.lower().replace("’", "'"))
+    guess = qtype.guess(q)
     return (guess, True) if guess else (typ, False)
 
 
