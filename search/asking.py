@@ -112,7 +112,7 @@ class Asks(Retrieves):
         shown = hits[:k]
         if block is not None:
             cited = {s.passage_rank for s in block.sentences}
-            cited |= {s.passage_rank for c in block.conflicts for s in c.sentences}
+            cited |= {s.passage_rank for c in block.versions for s in c.sentences}
             shown += [h for h in hits[k:] if h.rank in cited]
         counts = None
         if facets:

@@ -60,10 +60,11 @@ def print_answer(console: Console, result: Answer, engine: Any = None) -> None:
                     style="dim",
                 )
             )
-        for c in block.conflicts:
+        for c in block.versions:
             cites = ", ".join(f"[{s.passage_rank}]" for s in c.sentences)
             n = "1 article" if c.support == 1 else f"{c.support} articles"
-            console.print(Text.assemble(("  Conflict: ", "bold red"), f"{c.text} — {n} {cites}"))
+            what = ("  Version: ", "bold") if c is block.reference else ("  Conflict: ", "bold red")
+            console.print(Text.assemble(what, f"{c.text} — {n} {cites}"))
             for s in c.sentences[:2]:
                 console.print(Text.assemble("    “", (s.text, "italic"), f"” [{s.passage_rank}]"))
         if block.notice:

@@ -229,6 +229,9 @@ class AnswerBlock:
     outlets: list[str] = field(default_factory=list)  # who states it (source, else title)
     notice: str | None = None  # e.g. the index predates stored entities: how to fix it
     needed: float = 0.0  # the confidence a short answer needs (the fitted threshold, or the user's)
+    # With no short answer but conflicts: the version they contradict (a value two outlets
+    # state), with its support and citations, so that every side of a disagreement is shown.
+    reference: Conflict | None = None
 
     @property
     def summary(self) -> str:
@@ -258,6 +261,12 @@ class AnswerBlock:
         # (a conflict is listed as such), and a reader took them for dissent.
         return f"{self.support} articles state it, of {self.articles} on the question{who}"
 
+    @property
+    def versions(self) -> list[Conflict]:
+        """Every version of a disagreement that is not the short answer: the reference, if
+        any, then the conflicts."""
+        return ([self.reference] if self.reference is not None else []) + self.conflicts
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "text": self.text,
@@ -269,6 +278,7 @@ class AnswerBlock:
             "confidence": self.confidence,
             "needed": self.needed,
             "conflicts": [c.to_dict() for c in self.conflicts],
+            "reference": self.reference.to_dict() if self.reference is not None else None,
             "notice": self.notice,
         }
 
@@ -316,7 +326,7 @@ class Answer:
         if a is None or not a.sentences:
             return out
         quoted = a.sentences if a.text else a.sentences[:1]
-        for group in [quoted] + [c.sentences for c in a.conflicts]:
+        for group in [quoted] + [c.sentences for c in a.versions]:
             for s in sorted(group, key=lambda s: s.passage_rank):
                 if s not in out.setdefault(s.passage_rank, []):
                     out[s.passage_rank].append(s)
@@ -341,9 +351,10 @@ class Answer:
             lines = [
                 f"No short answer; the best supporting sentence: “{a.sentences[0].text}”{cites(a.sentences[:1])}"
             ]
-        for c in a.conflicts:
+        for c in a.versions:
             n = "1 article" if c.support == 1 else f"{c.support} articles"
-            lines.append(f"Conflicting version: {c.text}{cites(c.sentences)} — {n}")
+            what = "One version" if c is a.reference else "Conflicting version"
+            lines.append(f"{what}: {c.text}{cites(c.sentences)} — {n}")
         return "\n".join(lines) + "\n"
 
     def to_context(self, max_chars: int = 4000) -> str:

@@ -963,6 +963,21 @@ def test_with_no_short_answer_a_value_two_outlets_state_is_the_reference(
     assert block.text is None
     assert [value_key("finish", c.text) for c in block.conflicts] == ["shot"]
     assert block.conflicts[0].sentences[0].doc_id == "c.txt"
+    # With no short answer to stand for it, the other side is named, with its citations.
+    ref = block.reference
+    assert ref is not None and value_key("finish", ref.text) == "header" and ref.support == 2
+    assert {s.doc_id for s in ref.sentences} == {"a.txt", "b.txt"}
+    assert block.to_dict()["reference"]["support"] == 2
+    assert block.versions == [ref, *block.conflicts]
+
+
+def test_a_short_answer_is_its_own_side_so_no_reference_is_named() -> None:
+    arts = _equaliser_reports()
+    engine = FakeEngine(arts)
+    engine.min_confidence = 0.0  # type: ignore[attr-defined]  # a short answer, whatever the fit
+    block = build_answer("How did Fernandez score the equaliser?", hits_of(arts), engine)
+    assert block.text is not None and [value_key("finish", c.text) for c in block.conflicts] == ["shot"]
+    assert block.reference is None and block.to_dict()["reference"] is None
 
 
 def test_the_values_an_alternative_question_offers_are_candidates() -> None:

@@ -154,3 +154,40 @@ def test_mcp_answer_text_resolves_every_citation() -> None:
     r = make_answer()
     text = answer_text(r, max_chars=4000)
     assert cited(text) == {1, 3, 5, 9, 14, 11} and cited(text) <= set(shown(text))
+
+
+def test_with_no_short_answer_the_reference_is_cited_with_the_conflicts() -> None:
+    """No short answer, yet the outlets disagree: the version the conflicts contradict is a
+    line of its own, cited, and its passages are kept like the answer's would be."""
+    r = make_answer(answer_ranks=(2,), conflict_ranks=(11,))
+    a = r.answer
+    assert a is not None
+    ref_sentences = [s for h in r.hits if h.rank in (4, 7) for s in [_claim(h)]]
+    a.text, a.reference = None, Conflict("Player4", 2, ref_sentences)
+    ctx = r.to_context(max_chars=1500)
+    assert "One version: Player4 [4][7] — 2 articles" in ctx
+    assert "Conflicting version: Player11 [11] — 1 article" in ctx
+    assert {2, 4, 7, 11} == cited(ctx) and cited(ctx) <= set(shown(ctx))
+
+
+def _claim(h: Hit) -> Sentence:
+    claim = f"Player{h.rank} scored the winner in minute {h.rank}."
+    at = h.passage.text.index(claim)
+    return Sentence(claim, h.passage.doc_id, h.passage.start + at, h.passage.start + at + len(claim), h.rank)
+
+
+def test_the_cli_shows_every_side_when_there_is_no_short_answer() -> None:
+    from rich.console import Console
+
+    from search.render import print_answer
+
+    r = make_answer(answer_ranks=(2,), conflict_ranks=(11,))
+    assert r.answer is not None
+    r.answer.text = None
+    r.answer.reference = Conflict("Player4", 2, [_claim(h) for h in r.hits if h.rank in (4, 7)])
+    console = Console(record=True, width=200)
+    print_answer(console, r)
+    out = console.export_text()
+    assert "No short answer" in out
+    assert "Version: Player4 — 2 articles [4], [7]" in out
+    assert "Conflict: Player11 — 1 article [11]" in out

@@ -176,6 +176,10 @@ def build_answer(question: str, hits: Sequence[Hit], engine: Any, qvec: Any = No
         votes = label_votes(d.sents)
         rest = [cl for cl in d.clusters if cl is not ref]
         block.conflicts = _conflicts(d.q, ref, rest, same_event(ref, d.sents, d.idf), votes)
+        if block.text is None and block.conflicts:
+            # No short answer to stand for one side: name the version the others contradict.
+            theirs = sorted(ref.articles.values(), key=lambda c: -c.score)
+            block.reference = Conflict(ref.text, ref.support, [_cite(c.sent) for c in theirs[:MAX_SENTENCES]])
     return block
 
 

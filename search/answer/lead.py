@@ -62,6 +62,6 @@ def lead(hits: list[Hit], block: AnswerBlock, within: int = LEAD_WITHIN) -> list
     block.sentences = [
         replace(s, passage_rank=new.get(s.passage_rank, s.passage_rank)) for s in block.sentences
     ]
-    for c in block.conflicts:
+    for c in block.versions:
         c.sentences = [replace(s, passage_rank=new.get(s.passage_rank, s.passage_rank)) for s in c.sentences]
     return order

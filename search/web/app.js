@@ -219,15 +219,18 @@
       section.append(evidenceList(answer.sentences, answer.text, byRank));
       return section;
     }
-    // The articles disagree: the answer and each other version, side by side.
+    // The articles disagree: the answer (with none, the version the others contradict) and
+    // each other version, side by side.
     section.append(el("h3", { class: "conflict-heading" }, "The articles disagree"));
     const versions = el("div", { class: "versions" });
+    const ref = answer.text ? null : answer.reference;
+    if (ref) section.append(evidenceList(answer.sentences, null, byRank)); // the quote, then the versions
     const main = el(
       "div",
       { class: "version winner" },
-      el("p", { class: "version-text" }, answer.text || "This version"),
-      el("p", { class: "version-support" }, plural(answer.support, "article")),
-      evidenceList(answer.sentences, answer.text, byRank),
+      el("p", { class: "version-text" }, answer.text || (ref ? ref.text : "This version")),
+      el("p", { class: "version-support" }, plural(ref ? ref.support : answer.support, "article")),
+      evidenceList(ref ? ref.sentences : answer.sentences, answer.text || (ref && ref.text), byRank),
     );
     versions.append(main);
     for (const c of conflicts) {
@@ -327,7 +330,8 @@
     const cited = new Set();
     if (data.answer) {
       for (const s of data.answer.sentences) cited.add(s.passage_rank);
-      for (const c of data.answer.conflicts || []) for (const s of c.sentences) cited.add(s.passage_rank);
+      const versions = (data.answer.conflicts || []).concat(data.answer.reference ? [data.answer.reference] : []);
+      for (const c of versions) for (const s of c.sentences) cited.add(s.passage_rank);
     }
     for (const p of passages) list.append(drawPassage(p, terms, cited));
     const facets = drawFacets(data.facets);
