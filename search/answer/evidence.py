@@ -24,6 +24,8 @@ from .candidates import Sent, rank_prior
 from .question import QuestionInfo
 from .typed import AFTER, fold, proximity, words_of
 
+# The features of a sentence's neighbours that it is also given (the end of FEATURES).
+NEIGHBOURS = ("fitmax",)
 FEATURES = (
     "lex",  # share of the question's words it states
     "dense",  # its stored vector's cosine with the question's (scaled to 0..1)
@@ -57,6 +59,16 @@ FEATURES = (
     "untyped",  # the question asks for no typed value (why, how, what did X say)
     "asks_person",  # the question asks for a person
     "asks_single",  # it asks for one true value: a minute, a date, a score (.question.single)
+    # "fitmax" of the sentences just before and after it in its article (0: not a candidate),
+    # as "prev_fitmax" and "next_fitmax" (:data:`NEIGHBOURS`): a sentence that restates the
+    # question is often followed by the one that answers it ("X has been ruled out after an
+    # operation." "The 18-year-old had surgery to repair a double hernia."), and the
+    # answering one holds a value of the asked kind where its neighbour does not. Out of fold
+    # on 4,173 answerable training questions (3 fold assignments), the quote states the
+    # answer for 3,222.3 against 3,216.3 (folds by question) and 3,013.0 against 2,996.0
+    # (folds by article, better in all 3); the same for the neighbours' ranks, focus and
+    # predicate words as well: 3,227.7 and 3,015.7, but without "fitmax" 3,221.7 and 2,991.3.
+    *(f"{side}_{k}" for side in ("prev", "next") for k in NEIGHBOURS),
 )
 
 
@@ -141,6 +153,14 @@ def features(q: QuestionInfo, sents: list[Sent]) -> list[dict[str, float]]:
                 **asks,
             }
         )
+    row_of = {id(s): r for s, r in zip(sents, rows)}
+    for s, row in zip(sents, rows):
+        i = positions[s.article.id].get(s.start)
+        for side, j in (("prev", -1), ("next", 1)):
+            n = at.get((s.article.id, i + j)) if i is not None else None
+            other = row_of[id(n)] if n is not None else {}
+            for k in NEIGHBOURS:
+                row[f"{side}_{k}"] = other.get(k, 0.0)
     return rows
 
 
