@@ -154,6 +154,17 @@ WINNER = [
         ("what did new Scotland boss Walter Smith organise instead of a friendly", "sentence"),
         ("what operation did Middlesbrough teenager James Morrison undergo", "name"),
         ("which Fulham goalkeeper have Arsenal been linked with", "person"),
+        # "who" about a fixture asks for a team: the opponent, who knocked them out, the draw
+        ("who are Argentina playing in the final", "team"),
+        ("who did Chelsea get in the FA Cup fifth round draw", "team"),
+        ("who could Newcastle get in the sixth round", "team"),
+        ("who knocked Chelsea out of the Champions League", "team"),
+        ("who awaits the winner of the replay", "team"),
+        ("who finished top of United's group", "team"),
+        ("who did Giggs win his first Wales cap against?", "team"),
+        ("who did Arsenal get from Barcelona", "person"),  # a signing, not a draw
+        ("who finished top scorer", "person"),
+        ("who scored against Chelsea", "person"),
     ],
 )
 def test_question_types(question: str, atype: str) -> None:
