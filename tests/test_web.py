@@ -402,6 +402,37 @@ def test_conflicting_versions_are_side_by_side(page: tuple[Any, _Watch], server:
 
 
 @pytest.mark.integration
+def test_with_no_short_answer_the_page_shows_the_quote_and_every_side(
+    page: tuple[Any, _Watch], server: _Server
+) -> None:
+    """No short answer, yet the outlets disagree (how Fernandez scored): the quote comes
+    first, then the version the conflicts contradict (``answer.reference``) beside them,
+    each with its own citations, never the quote standing in for a side."""
+    q = "how did Fernandez score"
+    answer = httpx.get(f"{server.url}/ask", params={"q": q, "mode": "hybrid"}, timeout=60).json()["answer"]
+    assert answer["text"] is None and answer["reference"] and answer["conflicts"], answer
+    p, watch = page
+    p.goto(server.url + "/?q=" + q.replace(" ", "+") + "&mode=hybrid")
+    p.wait_for_selector(".versions")
+    assert p.locator(".short-answer").count() == 0
+    versions = p.locator(".versions .version")
+    texts = [versions.nth(i).locator(".version-text").text_content() for i in range(versions.count())]
+    assert texts == [answer["reference"]["text"], *(c["text"] for c in answer["conflicts"])]
+    assert (
+        versions.nth(0)
+        .locator(".version-support")
+        .text_content()
+        .startswith(str(answer["reference"]["support"]))
+    )
+    for i in range(versions.count()):
+        assert versions.nth(i).locator("a.cite").count() >= 1
+    # the quote is shown once, above the versions
+    quote = answer["sentences"][0]["text"]
+    assert quote[:40] in p.text_content(".answer > ul.evidence")
+    watch.check()
+
+
+@pytest.mark.integration
 def test_article_markup_is_shown_as_text(page: tuple[Any, _Watch], server: _Server) -> None:
     p, watch = page
     r = httpx.post(f"{server.url}/documents", json=EVIL_DOC, headers=AUTH, timeout=30)
