@@ -6,7 +6,7 @@
 The first form fits the classifier trees for questions (``rerank_trees.json``) on questions
 with evidence strings; with ``--football`` it fits the LambdaRank trees for questions on a
 football corpus instead (``rerank_trees_football.json``: search/rerank_learned.py says why
-two). ``--folds DIR`` also writes each fold's trees, for scripts/fit_answer.py --heads. The second fits the trees for statements (``rerank_trees_statements.json``:
+two), over the head's features and the answer type's evidence (search/rerank_typed.py). ``--folds DIR`` also writes each fold's trees, for scripts/fit_answer.py --heads. The second fits the trees for statements (``rerank_trees_statements.json``:
 claims, headlines, keywords; search/rerank_learned.py says why two) on a BEIR folder's
 *train* qrels, through the index ``scripts/beir.py`` built for it
 (``/tmp/beir-<name>/index``): a passage is relevant when its document is.
@@ -45,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from beir import read_jsonl, read_qrels  # noqa: E402
 
-from search import rerank_learned, trees  # noqa: E402
+from search import rerank_learned, rerank_typed, trees  # noqa: E402
 from search.engine import Engine  # noqa: E402
 from search.evaluate import read_questions, relevant  # noqa: E402
 from search.fusion import doc_of  # noqa: E402
@@ -68,8 +68,18 @@ PARAMS = {
 Rows = tuple[str, np.ndarray, np.ndarray]
 
 
+# The columns the trees are fitted on: the football questions' trees also read the answer
+# type's evidence (search/rerank_typed.py says why); main() sets them.
+COLUMNS: tuple[str, ...] = rerank_learned.FEATURES
+
+
 class _Hand:
-    """Stands in for the trees while recording: keeps the hand-set order."""
+    """Stands in for the trees while recording: keeps the hand-set order, and asks for the
+    columns being fitted."""
+
+    @property
+    def features(self) -> tuple[str, ...]:
+        return COLUMNS
 
     def proba(self, rows: list[dict[str, float]]) -> np.ndarray:
         return np.array([r["hand"] for r in rows])
@@ -94,7 +104,7 @@ def recording() -> Seen:
 
 
 def matrix(rows: list[dict[str, float]]) -> np.ndarray:
-    return np.array([[r[k] for k in rerank_learned.FEATURES] for r in rows])
+    return np.array([[r[k] for k in COLUMNS] for r in rows])
 
 
 def collect_beir(pairs: list[str]) -> list[Rows]:
@@ -168,7 +178,7 @@ def fit(qs: list[Rows]) -> Any:
 
 
 def first_right(qs: list[Rows], model: Any = None) -> int:
-    hand = rerank_learned.FEATURES.index("hand")
+    hand = COLUMNS.index("hand")
     right = 0
     for _, x, y in qs:
         if model is None:
@@ -190,14 +200,14 @@ def export(model: Any, qs: list[Rows], where: str) -> dict[str, Any]:
             f"(search/rerank_learned.py). Written by scripts/fit_rerank.py with "
             f"{CLASSIFIER}; run by search/trees.py."
         )
-        data = trees.export(model, rerank_learned.FEATURES, doc)
+        data = trees.export(model, COLUMNS, doc)
     else:
         doc = (
             "LambdaRank trees over the search head's features: a score (its logistic shown as the "
             f"hit's score) that orders the head for {where} (search/rerank_learned.py). "
             f"Written by scripts/fit_rerank.py with {PARAMS}; run by search/trees.py."
         )
-        data = trees.export_lightgbm(model, rerank_learned.FEATURES, doc)
+        data = trees.export_lightgbm(model, COLUMNS, doc)
     data["fitted_on"] = sorted({q[0].split("/")[0] for q in qs})
     return data
 
@@ -256,6 +266,9 @@ def main() -> None:
     args = ap.parse_args()
     if not args.pairs and not args.beir:
         ap.error("give INDEX:QUESTIONS.jsonl pairs or --beir BEIR_FOLDER:INDEX")
+    global COLUMNS
+    if args.football:
+        COLUMNS = rerank_learned.FEATURES + rerank_typed.TYPED
     qs = collect(args.pairs) + collect_beir(args.beir)
     fitter = fit if (args.statements or args.football) else fit_classifier
     if args.statements:

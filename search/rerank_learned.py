@@ -20,7 +20,9 @@ for a question the corpus too (:func:`search.vocab.is_football`, a statistic of 
 
 - ``rerank_trees_football.json`` for questions on a football corpus: LambdaRank trees
   (LightGBM's ``LGBMRanker``) fitted on the football training questions (a passage is
-  relevant when it holds the answer). Out of fold (5 folds, two assignments) on the first
+  relevant when it holds the answer). Since 2026-12-07 they also read the answer type's
+  evidence (:mod:`search.rerank_typed`: whether a passage holds a value of the asked kind
+  beside the question's words; that module says what it gained). Out of fold (5 folds, two assignments) on the first
   1,402 they put a relevant passage first for 1,151 and 1,141, where the classifier trees
   below did for 1,123 and 1,130. Fitted on all 2,410 (the first ten fresh sets joined the
   training sets), out of fold 1,971 and 1,938 against the hand-set sum's 1,848; held out
@@ -64,6 +66,7 @@ from typing import Any
 
 from .fusion import doc_of
 from .rerank import Evidence, Learned, sentence_terms
+from .rerank_typed import TYPED, typed_features
 from .text import analyze, is_question, is_search_box
 from .trees import load
 
@@ -128,9 +131,10 @@ def features(
     lex: Sequence[tuple[str, float]],
     den: Sequence[tuple[str, float]],
     view: Any,
+    typed: bool = False,
 ) -> list[dict[str, float]]:
-    """One row of :data:`FEATURES` per candidate. ``view`` is the index reader (its
-    ``doc``, for the headline)."""
+    """One row of :data:`FEATURES` per candidate (and of :data:`search.rerank_typed.TYPED`
+    when ``typed``). ``view`` is the index reader (its ``doc``, for the headline)."""
     n = len(candidates)
     terms = sorted(set(qterms))
     weights = {t: ev.idf(t) for t in terms}
@@ -225,6 +229,9 @@ def features(
     ):
         for row, g in zip(rows, _gap(col)):
             row[f"{key}_gap"] = g
+    if typed:
+        for row, extra in zip(rows, typed_features(question, qterms, candidates, ev.idf, view)):
+            row.update(extra)
     return rows
 
 
@@ -244,9 +251,11 @@ def head_order(
     trees = load("search.data", name)
     if trees is None:
         return None
+    # Only the trees fitted with the answer type's evidence pay for it (search.rerank_typed).
+    typed = any(k in TYPED for k in getattr(trees, "features", ()))
 
     def run(candidates: Sequence[tuple[str, float]], ev: Evidence, hand: list[float]) -> list[float] | None:
-        rows = features(question, qterms, candidates, ev, hand, lex, den, view)
+        rows = features(question, qterms, candidates, ev, hand, lex, den, view, typed)
         return [float(p) for p in trees.proba(rows)]
 
     return run

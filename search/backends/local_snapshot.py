@@ -307,6 +307,24 @@ class Snapshot:
         text = seg.text(d)
         return [text[a:b] for a, b in seg.sentences(row)]
 
+    def passage_spans(self, pid: str) -> tuple[Passage, str, list[Any], list[Any]] | None:
+        """A passage, its article's text, the passage's sentence spans and the article's
+        entities (article offsets, in text order), from the segment's arrays and the
+        article's stored enrichment alone: :mod:`search.rerank_typed` reads these for every
+        head passage, where :meth:`article` would also decode the record and the vectors."""
+        r = self._row(pid)
+        if r is None:
+            return None
+        seg, row, d = r
+        st, en = (int(x) for x in seg.spans[row])
+        text = seg.text(d)
+        return (
+            Passage(pid, pid.rpartition("#")[0], st, en, text[st:en]),
+            text,
+            seg.sentences(row),
+            seg.article_entities(d),
+        )
+
     def passage_units(self, pid: str) -> tuple[list[str], np.ndarray | None] | None:
         """A passage's sentences and their stored vectors from the segment's arrays: what
         :func:`search.rerank.stored_units` makes of the whole article (its text, record,

@@ -156,6 +156,7 @@ class Segment:
             )
         self._texts = _LRU(TEXT_CACHE)
         self._articles = _LRU(ARTICLE_CACHE)
+        self._entities = _LRU(TEXT_CACHE)
         self.facet_cache: dict[str, Any] = {}
 
     def close(self) -> None:
@@ -228,6 +229,20 @@ class Segment:
             art.sentence_vectors = decode_unit(self.sentence_rows(s0, s1))
         self._articles.put(d, art)
         return art
+
+    def article_entities(self, d: int) -> list[tuple[int, int, str]]:
+        """Article ``d``'s stored entities alone (start, end, label; cached): what the search
+        head's evidence of the asked kind reads (search.rerank_typed), without the record and
+        the sentence vectors that :meth:`article` decodes."""
+        art = self._articles.get(d)
+        if art is not None:
+            return art.entities  # type: ignore[no-any-return]
+        got = self._entities.get(d)
+        if got is None:
+            a, b = int(self.offsets[d, ENRICH]), int(self.offsets[d + 1, TEXT])
+            got = read_enrichment(json.loads(unpack(self._read(a, b))), list)[0]
+            self._entities.put(d, got)
+        return got  # type: ignore[no-any-return]
 
     def sentence_rows(self, s0: int, s1: int) -> np.ndarray:
         """Sentences ``s0:s1``'s vector rows as stored (codes; an older index's floats)."""
