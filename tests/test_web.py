@@ -216,10 +216,11 @@ class _Server(ServerProcess):
     """``search serve`` with the real model on a copy of the seed index, on a loopback port.
 
     The page is tested with short answers shown: a confidence floor of 0.5 rather than the
-    fitted threshold, which moves whenever the answer weights are refitted."""
+    fitted threshold, which moves whenever the answer weights are refitted. A floor of 1
+    shows none, whatever the fit."""
 
-    def __init__(self, index: Path, log: Path) -> None:
-        super().__init__(index, log, token=TOKEN, more_env={"SEARCH_MIN_CONFIDENCE": "0.5"})
+    def __init__(self, index: Path, log: Path, floor: str = "0.5") -> None:
+        super().__init__(index, log, token=TOKEN, more_env={"SEARCH_MIN_CONFIDENCE": floor})
 
 
 @pytest.fixture(scope="module")
@@ -231,17 +232,30 @@ def chromium() -> str:
     return CHROMIUM
 
 
-@pytest.fixture(scope="module")
-def server(chromium: str, seed_engine: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Server]:
+def _serve(seed_engine: Any, tmp_path_factory: pytest.TempPathFactory, floor: str) -> Iterator[_Server]:
     base = tmp_path_factory.mktemp("webserver")
     idx = base / "idx"
     shutil.copytree(seed_engine.path, idx, ignore=shutil.ignore_patterns(".lock"))
-    srv = _Server(idx, base / "server.log")
+    srv = _Server(idx, base / "server.log", floor)
     try:
         srv.wait()
         yield srv
     finally:
         srv.stop()
+
+
+@pytest.fixture(scope="module")
+def server(chromium: str, seed_engine: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Server]:
+    yield from _serve(seed_engine, tmp_path_factory, "0.5")
+
+
+@pytest.fixture(scope="module")
+def unsure_server(
+    chromium: str, seed_engine: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[_Server]:
+    """The same, with no short answer at all: a page that must show the quote and the
+    versions, whatever confidence the current fit gives the question."""
+    yield from _serve(seed_engine, tmp_path_factory, "1")
 
 
 @pytest.fixture(scope="module")
@@ -403,15 +417,24 @@ def test_conflicting_versions_are_side_by_side(page: tuple[Any, _Watch], server:
 
 @pytest.mark.integration
 def test_with_no_short_answer_the_page_shows_the_quote_and_every_side(
-    page: tuple[Any, _Watch], server: _Server
+    browser: Any, unsure_server: _Server
 ) -> None:
-    """No short answer, yet the outlets disagree (how Fernandez scored): the quote comes
-    first, then the version the conflicts contradict (``answer.reference``) beside them,
-    each with its own citations, never the quote standing in for a side."""
+    """No short answer, yet the outlets disagree (how Fernandez scored: a header in one
+    report, a strike from distance in two): the quote comes first, then the version the
+    conflicts contradict (``answer.reference``) beside them, each with its own citations,
+    never the quote standing in for a side."""
+    server = unsure_server
     q = "how did Fernandez score"
     answer = httpx.get(f"{server.url}/ask", params={"q": q, "mode": "hybrid"}, timeout=60).json()["answer"]
     assert answer["text"] is None and answer["reference"] and answer["conflicts"], answer
-    p, watch = page
+    p = browser.new_page()
+    try:
+        _every_side(p, _Watch(p, server.url), server, q, answer)
+    finally:
+        p.close()
+
+
+def _every_side(p: Any, watch: _Watch, server: _Server, q: str, answer: dict[str, Any]) -> None:
     p.goto(server.url + "/?q=" + q.replace(" ", "+") + "&mode=hybrid")
     p.wait_for_selector(".versions")
     assert p.locator(".short-answer").count() == 0
