@@ -95,9 +95,12 @@ def run_worker(cmd: list[str], bar: G.Progress, log_path: Path) -> dict[str, Any
         try:
             assert p.stdout is not None
             for line in p.stdout:
-                if line.startswith("@progress "):
-                    _, label, done, total = line.split()
-                    bar.update(int(done), int(total), label.replace("_", " "))
+                parts = line.split()
+                if parts[:1] == ["@progress"]:
+                    # A line that is not "@progress LABEL DONE TOTAL" is skipped, not fatal: a
+                    # child the worker forks mid-print may flush a copy of its buffer into it.
+                    if len(parts) == 4 and parts[2].isdigit() and parts[3].isdigit():
+                        bar.update(int(parts[2]), int(parts[3]), parts[1].replace("_", " "))
                 elif line.startswith("@result "):
                     result = json.loads(line[len("@result ") :])
             rc = p.wait()

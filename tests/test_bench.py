@@ -324,3 +324,19 @@ def test_progress_keeps_each_stage_s_own_start(monkeypatch: pytest.MonkeyPatch) 
     now[0] += 50.0
     bar.update(20, 100, "encode")
     assert bar.t0 == 100.0  # encode started at 100: 100 s elapsed, 20% done, ETA 400 s
+
+
+def test_a_garbled_progress_line_is_skipped_and_the_result_still_read(tmp_path: Path) -> None:
+    """A worker that forks mid-print can leave two progress lines run together; the build's
+    result must still come through (it raised "too many values to unpack")."""
+    worker = (
+        "print('@progress ours:_encode 10 100@progress ours:_encode 20 100', flush=True)\n"
+        "print('@progress ours:_encode 100 100', flush=True)\n"
+        "print('@result {\"passages\": 100}', flush=True)\n"
+    )
+    bar = G.Progress("build ours", None)
+    try:
+        got = bench.run_worker([sys.executable, "-c", worker], bar, tmp_path / "log")
+    finally:
+        bar.close()
+    assert got == {"passages": 100} and bar.done == 100
