@@ -55,14 +55,6 @@ def _terms(sentence: str) -> frozenset[str]:
     return frozenset(sentence_terms(sentence))
 
 
-@lru_cache(maxsize=1 << 16)
-def _own(name: str) -> frozenset[str]:
-    """A value's words, as the answer stages match them against the question's."""
-    from .answer.typed import fold, words_of
-
-    return words_of(name) | {fold(name)}
-
-
 def _start(x: Sequence[Any]) -> Any:
     return x[0]
 
@@ -83,7 +75,7 @@ def typed_features(
     """One row of :data:`TYPED` per candidate; ``view`` is the index reader (its
     ``passage`` and ``article``: the stored entities and sentence spans)."""
     from .answer.question import analyse, table  # the answer stages' tables load on first use
-    from .answer.typed import question_words
+    from .answer.typed import names_subject, question_words
 
     q = analyse(question)
     # The labels that can answer (QuestionInfo.fit is 0 for any other): a kind no label fits
@@ -126,8 +118,7 @@ def typed_features(
             if i < 0 or ee > spans[i][1] or fits[i] >= 1.0:
                 continue
             name = text[es:ee]
-            own = _own(name)
-            if own & asked and not own <= q.options:
+            if names_subject(q, asked, name):
                 continue  # the question's own subject is not its answer
             fits[i] = max(fits[i], q.fit(lab, name, text[ee : ee + AFTER]))
         shares = []

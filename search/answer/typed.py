@@ -100,6 +100,20 @@ def question_words(q: QuestionInfo) -> frozenset[str]:
     }
 
 
+@lru_cache(maxsize=1 << 16)
+def value_words(text: str) -> frozenset[str]:
+    """A value's folded words and the value whole ("5-4" is one word of the question)."""
+    return words_of(text) | {fold(text)}
+
+
+def names_subject(q: QuestionInfo, qwords: frozenset[str], text: str) -> bool:
+    """Whether a value names the question's own subject (``qwords``: :func:`question_words`),
+    so it is not the answer; the values an "X or Y" question offers are answers ("a header or
+    a shot")."""
+    words = value_words(text)
+    return bool(words & qwords) and not words <= q.options
+
+
 def candidates(q: QuestionInfo, sents: list[Sent]) -> list[Candidate]:
     """Entities that could answer ``q``: right kind, in a sentence on the focus, not named by it."""
     if q.atype == "sentence":
@@ -136,9 +150,7 @@ def candidates(q: QuestionInfo, sents: list[Sent]) -> list[Candidate]:
                 continue
             if q.atype in numeric and not _NUMBERISH.search(text):
                 continue
-            words = words_of(text) | {fold(text)}  # "5-4" is one word of the question
-            own = words & qwords and not words <= q.options  # "a header or a shot" offers its answers
-            if own or (acronyms and _initials(text) in acronyms):
+            if names_subject(q, qwords, text) or (acronyms and _initials(text) in acronyms):
                 continue  # the question's own subject ("QPR": Queens Park Rangers) is not its answer
             near = proximity(s, a - s.start, b - s.start)
             if q.counted:  # "how many goals": "158 goals", not "10-point"
