@@ -59,6 +59,7 @@ give 0.750, level with the sum. Fitting one set on both kinds lost on both (SciF
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -138,7 +139,7 @@ def features(
     n = len(candidates)
     terms = sorted(set(qterms))
     weights = {t: ev.idf(t) for t in terms}
-    total = sum(weights.values()) or 1.0
+    total = math.fsum(weights.values()) or 1.0
 
     names = frozenset(analyze(" ".join(NAME.findall(question)).lower()))
     # Every token set below is cut to the words asked about first, so the unions and
@@ -150,7 +151,7 @@ def features(
         return asked.intersection(sentence_terms(text))
 
     def cover(tokens: frozenset[str]) -> float:
-        return sum(weights[t] for t in tokens if t in weights) / total
+        return math.fsum(weights[t] for t in tokens if t in weights) / total  # exact: any set order
 
     def named(tokens: frozenset[str]) -> float:
         return len(tokens & names) / len(names) if names else 1.0

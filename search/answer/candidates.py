@@ -288,22 +288,25 @@ def _score(q: QuestionInfo, sents: list[Sent], focus: list[str]) -> None:
         want.setdefault(key(t), RELATED_WEIGHT)
     df = {k: sum(k in ks for ks in keysets) for k in want}
     weight = {k: w * math.log(1 + n / (1 + df[k])) for k, w in want.items()}
-    ordered = sorted(weight)  # one summation order in every process
-    total = sum(weight[key(t)] for t in set(q.terms)) or 1.0
+    # Sums over sets are exact (math.fsum): a process's hash seed orders a set, and a sum
+    # in another order can differ in its last bit (wfocus 1e-16, not 0), enough to send a
+    # row down another branch of the fitted trees and quote another sentence.
+    ordered = sorted(weight)
+    total = math.fsum(weight[key(t)] for t in set(q.terms)) or 1.0
     focus_keys = [key(term(f)) for f in focus]
     # A focus word most sentences name ("England" in every report of England's match) says
     # less about which sentence is on the question's subject than a rare one ("France").
     fdf = {k: sum(k in ks for ks in keysets) for k in focus_keys}
     fweight = {k: math.log(1 + n / (1 + fdf[k])) for k in focus_keys}
-    ftotal = sum(fweight.values())
+    ftotal = math.fsum(fweight.values())
     cue = cue_pattern(q.atype)
     for s, ks, present in zip(sents, keyed, keysets):
         s.keys = present
         # Focus words the sentence names by referring back to the one before it.
         back = referred(s) if focus_keys else frozenset()
         carried = {f for f in focus_keys if f not in present and f in back}
-        found = sum(weight[k] for k in ordered if k in present)
-        lent = sum(weight[k] for k in ordered if k in carried)
+        found = math.fsum(weight[k] for k in ordered if k in present)
+        lent = math.fsum(weight[k] for k in ordered if k in carried)
         if found:  # question words that stand together in the sentence as in the question
             pos: dict[str, list[int]] = {}
             for i, (k, _) in enumerate(ks):
@@ -328,7 +331,7 @@ def _score(q: QuestionInfo, sents: list[Sent], focus: list[str]) -> None:
         unsaid = [f for f in focus_keys if f not in present]
         s.strict = not unsaid
         s.fshare = 1.0 - len(unsaid) / len(focus_keys) if focus_keys else 1.0
-        s.wfocus = 1.0 - sum(fweight[f] for f in set(unsaid)) / ftotal if ftotal else 1.0
+        s.wfocus = 1.0 - math.fsum(fweight[f] for f in set(unsaid)) / ftotal if ftotal else 1.0
         s.focus = _focus_fit(s, [f for f in unsaid if f not in carried], len(focus_keys))
         ahead = bool(LOOKS_AHEAD.search(s.text))
         if q.tense == "future":
