@@ -47,7 +47,6 @@ TYPED = (
     "untyped",
     "asks_person",
 )
-AFTER = 24  # characters after an entity its label's fit may read ("4-1 win", "1945 GMT")
 
 
 @lru_cache(maxsize=1 << 16)  # the same sentences and names come back across queries
@@ -74,15 +73,11 @@ def typed_features(
 ) -> list[dict[str, float]]:
     """One row of :data:`TYPED` per candidate; ``view`` is the index reader (its
     ``passage`` and ``article``: the stored entities and sentence spans)."""
-    from .answer.question import analyse, table  # the answer stages' tables load on first use
-    from .answer.typed import names_subject, question_words
+    from .answer.question import analyse  # the answer stages' tables load on first use
+    from .answer.typed import AFTER, names_subject, question_words
 
     q = analyse(question)
-    # The labels that can answer (QuestionInfo.fit is 0 for any other): a kind no label fits
-    # (why, how, a quote) holds no value to look for.
-    kinds = {lab for lab, v in table()["labels"].get(q.atype, {}).items() if v > 0}
-    if q.counted:
-        kinds |= set(table().get("counted_labels", {}).get(q.counted[:5], ()))
+    kinds = q.fitting  # the labels that can answer: none for why, how, a quote
     asked = question_words(q)
     weights = {t: idf(t) for t in sorted(set(qterms))}
     total = sum(weights.values()) or 1.0

@@ -61,6 +61,15 @@ class QuestionInfo:
         return label_fit(self.atype, label, text, after)
 
     @property
+    def fitting(self) -> frozenset[str]:
+        """The entity labels :meth:`fit` can give more than 0: none for a kind no label
+        answers (why, how, a quote)."""
+        labels = {lab for lab, v in table()["labels"].get(self.atype, {}).items() if v > 0}
+        if self.counted:
+            labels |= set(table().get("counted_labels", {}).get(self.counted[:5], ()))
+        return frozenset(labels)
+
+    @property
     def asks(self) -> dict[str, float]:
         """What kind of answer it asks for, as model features (.evidence, .ranker): none typed
         (why, how), a person, or one true value (:attr:`single`)."""
