@@ -52,6 +52,8 @@ def print_answer(console: Console, result: Answer, engine: Any = None) -> None:
             console.print(Text.assemble("  “", (s.text, "italic"), f"” [{s.passage_rank}]"))
         if block.text:
             console.print(Text(f"  {block.summary} · confidence {block.confidence:.2f}", style="dim"))
+        elif block.sentences and block.withheld:
+            console.print(Text(f"  No short answer: {block.withheld}.", style="dim"))
         elif block.sentences and block.confidence > 0:
             console.print(
                 Text(

@@ -232,6 +232,9 @@ class AnswerBlock:
     # With no short answer but conflicts: the version they contradict (a value two outlets
     # state), with its support and citations, so that every side of a disagreement is shown.
     reference: Conflict | None = None
+    # Why a value that cleared the threshold is not the short answer ("the question asks for
+    # two and no sentence names two together"), so no face says its confidence fell short.
+    withheld: str | None = None
 
     @property
     def summary(self) -> str:
@@ -240,6 +243,8 @@ class AnswerBlock:
         if not self.text:
             if not self.sentences:
                 return "No short answer: no passage states it."
+            if self.withheld:
+                return f"No short answer: {self.withheld}; the best supporting sentence is quoted."
             if self.confidence > 0 and self.needed > 0:
                 return (
                     f"No short answer: confidence {self.confidence:.2f} is below the "
@@ -280,6 +285,7 @@ class AnswerBlock:
             "conflicts": [c.to_dict() for c in self.conflicts],
             "reference": self.reference.to_dict() if self.reference is not None else None,
             "notice": self.notice,
+            "withheld": self.withheld,
         }
 
 

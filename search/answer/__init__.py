@@ -7,7 +7,8 @@
 4. :mod:`.typed`      stored entities of the asked kind in those sentences (and, with
    :mod:`.roles`, the role a report writes beside each name);
 5. :mod:`.agreement`  candidates grouped by value, counted by distinct articles;
-6. :mod:`.ranker`     each value's probability of being the answer (LambdaRank trees);
+6. :mod:`.ranker`     each value's probability of being the answer (LambdaRank trees),
+   and :mod:`.listing` the values listed with it when the question asks for several;
 7. :mod:`.confidence` a calibrated score; below its threshold there is no short answer,
    and a sentence is quoted instead: the most probable value's own when that value is
    fairly probable (:data:`QUOTE_BACKED`), else the most probable sentence.
@@ -30,6 +31,7 @@ from .agreement import SAME_EVENT, Cluster, cluster, corroborate, idf_of, same_e
 from .candidates import Sent, collect
 from .confidence import confidence, features, threshold
 from .evidence import weigh
+from .listing import listed
 from .question import QuestionInfo, analyse, label_fit, table
 from .ranker import pointwise, rank
 from .typed import candidates, entity_at, label_votes, question_words, voted_label
@@ -159,10 +161,17 @@ def build_answer(question: str, hits: Sequence[Hit], engine: Any, qvec: Any = No
     needed = getattr(engine, "min_confidence", None)
     football = bool(getattr(engine, "corpus_football", True))
     block.needed = round(threshold(football) if needed is None else needed, 4)
-    if block.confidence >= block.needed:
-        block.text = top.text
+    run = listed(d.q, top, d.clusters) if d.q.many > 1 else None
+    if block.confidence >= block.needed and (run is not None or d.q.many == 1):
+        block.text = top.text if run is None else run.text
+        if run is not None:  # the articles that list the same values, not all that name one
+            chosen = run.members
+            block.support = len(chosen)
+            block.outlets = sorted({_outlet(c.sent.article) for c in chosen})
         block.sentences = [_cite(c.sent) for c in chosen[:MAX_SENTENCES]]
     else:
+        if block.confidence >= block.needed:
+            block.withheld = f"the question asks for {d.q.many} values, and no sentence lists that many with the likeliest one"
         block.sentences = [_cite(_quoted(d, best, chosen))]
     # A disagreement needs a reference worth disagreeing with: the short answer, or else the
     # likeliest value two outlets state in sentences of the question's tense ("header" from one

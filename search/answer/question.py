@@ -50,6 +50,7 @@ class QuestionInfo:
     counted: str = ""  # the noun a "how many" question counts ("goals"), as an index term
     options: frozenset[str] = frozenset()  # the words of the values an "X or Y" question offers
     guessed: bool = False  # the type is the learned fallback's (.qtype), no rule matched
+    many: int = 1  # how many values it asks for: 2 for "which two teams" (.listing)
 
     def fit(self, label: str, text: str = "", after: str = "") -> float:
         """How well an entity answers this question: its label's fit to the type, or a
@@ -153,7 +154,15 @@ def analyse(question: str) -> QuestionInfo:
         counted=term(m.group(1)) if m else "",
         options=_options(low),
         guessed=guessed,
+        many=asked_count(low, t),
     )
+
+
+def asked_count(low: str, t: dict[str, Any]) -> int:
+    """How many values the question asks for (the table's ``many``): 2 for "which two
+    teams", 1 for "which two goals" (a count of something else) and for every other."""
+    m = re.search(t["many"], low) if t.get("many") else None
+    return int(t.get("many_words", {}).get(m.group(1), 1)) if m else 1
 
 
 _OR = re.compile(

@@ -77,7 +77,7 @@ def words_of(s: str) -> frozenset[str]:
     return frozenset(re.findall(r"[^\W_]+", f)) | frozenset(_JOINED.findall(f))
 
 
-def _trim(text: str, start: int, end: int) -> tuple[int, int]:
+def trim(text: str, start: int, end: int) -> tuple[int, int]:
     span = text[start:end]
     m = _LEAD_THE.match(span)
     if m:
@@ -133,7 +133,7 @@ def candidates(q: QuestionInfo, sents: list[Sent]) -> list[Candidate]:
             continue
         first = True
         for k, (a, b, label) in _joined(s.article.text, s.ents):
-            a, b = _trim(s.article.text, a, b)
+            a, b = trim(s.article.text, a, b)
             if label == "MONEY" and a > 0 and s.article.text[a - 1] in _CURRENCY:
                 a -= 1  # "£7million": the model's span may leave the sign out
             text = s.article.text[a:b]
@@ -281,7 +281,7 @@ def _article_votes(
     """Each name of one article with the labels the model gave it there (cached per article)."""
     out: dict[str, list[str]] = {}
     for x, y, label in entities:
-        x, y = _trim(text, x, y)
+        x, y = trim(text, x, y)
         out.setdefault(fold(text[x:y]), []).append(label)
     return tuple((k, tuple(v)) for k, v in out.items())
 
@@ -319,7 +319,7 @@ def governed(role: str, terms: Sequence[str] | frozenset[str]) -> bool:
 def entity_at(s: Sent, matches: Callable[[str], bool], atype: str = "") -> Candidate | None:
     """The first entity of sentence ``s`` whose text ``matches``, as a candidate."""
     for a, b, label in s.ents:
-        a, b = _trim(s.article.text, a, b)
+        a, b = trim(s.article.text, a, b)
         text = s.article.text[a:b]
         if text.strip() and matches(text):
             return Candidate(text, a, b, label, s, s.score * 0.5)
