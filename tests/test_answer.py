@@ -363,6 +363,14 @@ def test_value_keys() -> None:
     assert value_key("person", "Lautaro Martínez") == "lautaro martinez"
 
 
+def test_a_scoreline_corroborates_a_score_only() -> None:
+    """ "2-1" holds the 2 of "two assists" but does not state it."""
+    from search.answer.agreement import _same
+
+    assert not _same("number", {"2"}, "2-1") and not _same("minute", {"2"}, "2-1")
+    assert _same("score", {"2-1"}, "1-2") and _same("number", {"2"}, "two")
+
+
 def test_a_minute_of_stoppage_time_is_the_minute_of_the_match_it_names() -> None:
     """A minute of stoppage time is the minute of the match: "the second minute of nine
     minutes of added time" is the 92nd: it agrees with the
