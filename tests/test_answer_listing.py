@@ -1,4 +1,4 @@
-"""A question that asks for several values gets them together, or no short answer (#13)."""
+"""The short answer says what the question asks: several values together, or a minute by its number (#13)."""
 
 from __future__ import annotations
 
@@ -109,3 +109,36 @@ def test_with_no_sentence_naming_them_together_there_is_no_short_answer_and_it_s
     assert block.summary.startswith("No short answer: the question asks for 2 values")
     assert block.to_dict()["withheld"] == block.withheld
     assert "below" not in block.summary  # its confidence did not fall short
+
+
+def test_stoppage_time_is_shown_as_the_numbered_minute_another_report_gives() -> None:
+    """ "What minute": "stoppage time" and "the 92nd minute" are one fact, said less and more
+    precisely; the short answer is the number, backed by both."""
+    from search.answer.agreement import precise, same_event
+    from search.answer.candidates import collect
+    from search.answer.typed import candidates
+
+    texts = [
+        "Martinez headed the winner for Argentina in stoppage time against England.",
+        "Argentina won when Martinez headed the winner in stoppage time against England.",
+        "Martinez headed the winner for Argentina against England in the 92nd minute.",
+    ]
+    ents = [("Martinez", "PERSON"), ("Argentina", "GPE"), ("England", "GPE"), ("92nd minute", "MINUTE")]
+    arts = [article(f"{i}.txt", t, ents + [("stoppage time", "TIME")]) for i, t in enumerate(texts)]
+    q = analyse("What minute did Martinez head the winner for Argentina against England?")
+    sents, _ = collect(q, hits_of(arts), FakeEngine(arts).get_document)
+    from search.answer.agreement import cluster
+
+    clusters = sorted(cluster(q.atype, candidates(q, sents), str), key=lambda cl: -cl.support)
+    top = clusters[0]
+    assert top.text == "stoppage time"
+    shown = precise(q.atype, top, clusters, same_event(top, sents))
+    assert shown.text == "92nd minute"
+    # A numbered minute inside normal time is another event's, not this one said precisely.
+    assert (
+        precise("minute", top, [top, *[cl for cl in clusters if cl.key == "85"]], same_event(top, sents))
+        is top
+    )
+    block = _ask("What minute did Martinez head the winner for Argentina against England?", arts)
+    assert block.text == "92nd minute" and block.support == 3
+    assert "92nd minute" in block.sentences[0].text

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..types import AnswerBlock, Article, Conflict, Hit, Sentence
-from .agreement import SAME_EVENT, Cluster, cluster, corroborate, idf_of, same_event
+from .agreement import SAME_EVENT, Cluster, cluster, corroborate, idf_of, precise, same_event
 from .candidates import Sent, collect
 from .confidence import confidence, features, threshold
 from .evidence import weigh
@@ -163,6 +163,13 @@ def build_answer(question: str, hits: Sequence[Hit], engine: Any, qvec: Any = No
     block.needed = round(threshold(football) if needed is None else needed, 4)
     run = listed(d.q, top, d.clusters) if d.q.many > 1 else None
     if block.confidence >= block.needed and (run is not None or d.q.many == 1):
+        shown = precise(d.q.atype, top, d.clusters, same_event(top, d.sents, d.idf))
+        if shown is not top:  # "92nd minute" for "stoppage time": both sides state it
+            theirs = sorted(shown.articles.values(), key=lambda c: -c.score)
+            chosen = theirs + [c for k, c in top.articles.items() if k not in shown.articles]
+            block.support = len(chosen)
+            block.outlets = sorted({_outlet(c.sent.article) for c in chosen})
+            top = shown
         block.text = top.text if run is None else run.text
         if run is not None:  # the articles that list the same values, not all that name one
             chosen = run.members

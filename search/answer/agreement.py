@@ -189,6 +189,29 @@ def same_event(top: Cluster, sents: list[Sent], idf: dict[str, float] | None = N
     return event
 
 
+PRECISE_TOP = 3  # the values looked at for a numbered form of the winner
+
+
+def precise(atype: str, top: Cluster, clusters: list[Cluster], same: Callable[..., float]) -> Cluster:
+    """The value to show for ``top``: itself, or for a minute said only as "stoppage time"
+    the numbered minute of stoppage time ("92nd minute") that one of the next values states
+    about the same event. The two are one fact said with more and less precision (the
+    conflicts never set them against each other); a reader asking "what minute" wants the
+    number."""
+    stoppage, _, _, _, sm = _stoppage()
+    if atype != "minute" or any(ch.isdigit() for ch in top.key) or not stoppage.search(top.text):
+        return top
+    full = int(sm.get("full_time", 90))
+    for cl in clusters[1:PRECISE_TOP]:
+        if (
+            cl.key.isdigit()
+            and int(cl.key) > full
+            and any(same(c.sent, c.text) >= SAME_EVENT for c in cl.articles.values())
+        ):
+            return cl
+    return top
+
+
 def context(cl: Cluster, idf: dict[str, float]) -> dict[str, float]:
     """The event the winning sentences describe: their terms, weighted by rarity."""
     own = set(_keys_of(cl.key))
