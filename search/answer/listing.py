@@ -8,7 +8,8 @@ stands in, joined in its sentence as a list ("Cape Verde and Switzerland", "John
 and Reece James"): an exact span of that sentence. When no sentence that states the
 winner names exactly as many values so joined, there is no short answer, and the block
 says why. How many values a question asks for, and what may join two of them, are the
-question table's (``many``, ``many_words``, ``list_joiner``): data, not branches.
+question table's (``many``, ``many_words``, ``list_joiner``, ``list_joiner_plain``): data,
+not branches.
 """
 
 from __future__ import annotations
@@ -30,11 +31,11 @@ class Listed:
 
 
 @cache
-def _joiner() -> re.Pattern[str]:
-    return re.compile(table().get("list_joiner", r"^\s*(?:,|and)\s*$"))
-
-
-_PLAIN = re.compile(r"^(?:\s*,\s*|,?\s*(?:and|&)\s+)$")  # a joiner with no word of its own
+def _joiner(plain: bool = False) -> re.Pattern[str]:
+    """What may stand between two values of a list (the table's ``list_joiner``), or with
+    ``plain`` a joiner with no word of its own (``list_joiner_plain``)."""
+    default = r"^(?:\s*,\s*|,?\s*and\s+)$"
+    return re.compile(table().get("list_joiner_plain" if plain else "list_joiner", default))
 
 
 def _spans(c: Candidate, pool: list[Candidate], q: QuestionInfo) -> list[tuple[int, int]]:
@@ -88,7 +89,7 @@ def listed(q: QuestionInfo, top: Cluster, clusters: list[Cluster]) -> Listed | N
         values = _spans(c, by_sent.get(id(c.sent), [c]), q)
         run = _run(c, values, _joiner())
         if len(run) > q.many:
-            run = _run(c, run, _PLAIN)
+            run = _run(c, run, _joiner(plain=True))
         if len(run) != q.many:
             continue
         text = c.sent.article.text
