@@ -135,10 +135,10 @@ def test_stoppage_time_is_shown_as_the_numbered_minute_another_report_gives() ->
     shown = precise(q.atype, top, clusters, same_event(top, sents))
     assert shown.text == "92nd minute"
     # A numbered minute inside normal time is another event's, not this one said precisely.
-    assert (
-        precise("minute", top, [top, *[cl for cl in clusters if cl.key == "85"]], same_event(top, sents))
-        is top
-    )
+    numbered = next(cl for cl in clusters if cl.key == "92")
+    numbered.key = "85"
+    assert precise("minute", top, [top, numbered], same_event(top, sents)) is top
+    numbered.key = "92"
     block = _ask("What minute did Martinez head the winner for Argentina against England?", arts)
     assert block.text == "92nd minute" and block.support == 3
     assert "92nd minute" in block.sentences[0].text
