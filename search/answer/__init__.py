@@ -167,14 +167,12 @@ def build_answer(question: str, hits: Sequence[Hit], engine: Any, qvec: Any = No
         if shown is not top:  # "92nd minute" for "stoppage time": both sides state it
             theirs = sorted(shown.articles.values(), key=lambda c: -c.score)
             chosen = theirs + [c for k, c in top.articles.items() if k not in shown.articles]
-            block.support = len(chosen)
-            block.outlets = sorted({_outlet(c.sent.article) for c in chosen})
             top = shown
-        block.text = top.text if run is None else run.text
         if run is not None:  # the articles that list the same values, not all that name one
             chosen = run.members
-            block.support = len(chosen)
-            block.outlets = sorted({_outlet(c.sent.article) for c in chosen})
+        block.text = top.text if run is None else run.text
+        block.support = len(chosen)
+        block.outlets = sorted({_outlet(c.sent.article) for c in chosen})
         block.sentences = [_cite(c.sent) for c in chosen[:MAX_SENTENCES]]
     else:
         if block.confidence >= block.needed:
